@@ -1,0 +1,391 @@
+package abi
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// ErrMalformed is wrapped by every decoding error: the buffer is truncated,
+// has trailing bytes, or holds a value the layout forbids.
+var ErrMalformed = errors.New("malformed buffer")
+
+// ErrVersion is wrapped when a buffer starts with a version other than
+// Version.
+var ErrVersion = errors.New("unsupported encoding version")
+
+// reader walks a buffer. The first failure sticks, so decoders read on without
+// checking after every field and look at err once per entry.
+type reader struct {
+	b    []byte
+	off  int
+	err  error
+	what string // what is being decoded, for the error message
+
+	arena []int32
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("abi: %s: %s at byte %d: %w", r.what, fmt.Sprintf(format, args...), r.off, ErrMalformed)
+	}
+	r.off = len(r.b)
+}
+
+func (r *reader) need(n int, field string) bool {
+	if r.err != nil {
+		return false
+	}
+	if n < 0 || len(r.b)-r.off < n {
+		r.fail("truncated %s (need %d bytes, have %d)", field, n, len(r.b)-r.off)
+		return false
+	}
+	return true
+}
+
+func (r *reader) u8(field string) byte {
+	if !r.need(1, field) {
+		return 0
+	}
+	v := r.b[r.off]
+	r.off++
+	return v
+}
+
+func (r *reader) u32(field string) uint32 {
+	if !r.need(4, field) {
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.b[r.off:])
+	r.off += 4
+	return v
+}
+
+func (r *reader) u64(field string) uint64 {
+	if !r.need(8, field) {
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b[r.off:])
+	r.off += 8
+	return v
+}
+
+// count reads a u32 element count and checks that the rest of the buffer can
+// hold that many elements of at least minSize bytes, so that a forged count
+// never makes the decoder allocate more than the buffer could describe.
+func (r *reader) count(field string, minSize int) int {
+	n := r.u32(field)
+	if r.err != nil {
+		return 0
+	}
+	if uint64(n)*uint64(minSize) > uint64(len(r.b)-r.off) {
+		r.fail("%s count %d exceeds the remaining %d bytes", field, n, len(r.b)-r.off)
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) bytes(field string) []byte {
+	n := r.count(field, 1)
+	if r.err != nil {
+		return nil
+	}
+	v := r.b[r.off : r.off+n : r.off+n]
+	r.off += n
+	return v
+}
+
+func (r *reader) str(field string) string {
+	b := r.bytes(field)
+	if !utf8.Valid(b) {
+		r.fail("%s is not valid UTF-8", field)
+		return ""
+	}
+	return string(b)
+}
+
+// ownedBytes is bytes copied out of the buffer, so the result does not pin or
+// alias the caller's buffer. Empty decodes to nil.
+func (r *reader) ownedBytes(field string) []byte {
+	b := r.bytes(field)
+	if len(b) == 0 {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// int32s reads a counted list of int32 into a slice carved from a shared
+// arena: one allocation per many lists instead of one per list.
+func (r *reader) int32s(field string) []int32 {
+	n := r.count(field, 4)
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	if n > len(r.arena) {
+		// No list still in the buffer can hold more than remaining/4
+		// values, so a small buffer never pays for a full arena.
+		size := min(16<<10, (len(r.b)-r.off)/4)
+		if n > size {
+			size = n
+		}
+		r.arena = make([]int32, size)
+	}
+	out := r.arena[:n:n]
+	r.arena = r.arena[n:]
+	src := r.b[r.off : r.off+4*n]
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(src[4*i:]))
+	}
+	r.off += 4 * n
+	return out
+}
+
+func (r *reader) version() {
+	v := r.u32("version")
+	if r.err == nil && v != Version {
+		r.err = fmt.Errorf("abi: %s: version %d, want %d: %w", r.what, v, Version, ErrVersion)
+	}
+}
+
+func (r *reader) end() error {
+	if r.err == nil && r.off != len(r.b) {
+		r.fail("%d trailing bytes", len(r.b)-r.off)
+	}
+	return r.err
+}
+
+// DecodeRequest decodes a request. Every topic, replica-set and partition
+// reference is checked against the tables it points into, so a guest can index
+// with the decoded values without further checks. The result does not alias b.
+func DecodeRequest(b []byte) (*Request, error) {
+	r := &reader{b: b, what: "request"}
+	req := &Request{}
+	r.version()
+	req.GroupID = r.str("group id")
+	req.Generation = int32(r.u32("generation"))
+	req.Protocol = r.str("protocol")
+	req.Assignor = r.str("assignor")
+	rp := r.u8("rebalance protocol")
+	if r.err == nil && rp > byte(Cooperative) {
+		r.fail("rebalance protocol %d", rp)
+	}
+	req.RebalanceProtocol = RebalanceProtocol(rp)
+	req.Seed = r.u64("seed")
+
+	if n := r.count("config", 8); n > 0 {
+		req.Config = make(map[string]string, n)
+		prev := ""
+		for i := 0; i < n && r.err == nil; i++ {
+			k := r.str("config key")
+			v := r.str("config value")
+			if r.err == nil && i > 0 && k <= prev {
+				r.fail("config key %q out of order", k)
+			}
+			req.Config[k] = v
+			prev = k
+		}
+	}
+
+	if n := r.count("brokers", 8); n > 0 {
+		req.Brokers = make([]Broker, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			req.Brokers[i] = Broker{ID: int32(r.u32("broker id")), Rack: r.str("broker rack")}
+		}
+	}
+
+	if n := r.count("replica sets", 4); n > 0 {
+		req.ReplicaSets = make([][]int32, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			req.ReplicaSets[i] = r.int32s("replica set")
+		}
+	}
+
+	nTopics := r.count("topics", 25)
+	if nTopics > 0 {
+		req.Topics = make([]Topic, nTopics)
+	}
+	for i := 0; i < nTopics && r.err == nil; i++ {
+		t := &req.Topics[i]
+		t.Name = r.str("topic name")
+		if r.need(16, "topic id") {
+			copy(t.ID[:], r.b[r.off:])
+			r.off += 16
+		}
+		flags := r.u8("topic flags")
+		pc := int32(r.u32("partition count"))
+		if r.err != nil {
+			break
+		}
+		if flags&^(topicExists|topicPlacement) != 0 {
+			r.fail("topic %q has unknown flags %#x", t.Name, flags)
+			break
+		}
+		if pc < 0 {
+			r.fail("topic %q has partition count %d", t.Name, pc)
+			break
+		}
+		if flags&topicExists == 0 && (pc != 0 || flags&topicPlacement != 0) {
+			r.fail("topic %q does not exist but has partitions", t.Name)
+			break
+		}
+		t.Exists = flags&topicExists != 0
+		t.PartitionCount = pc
+		if flags&topicPlacement != 0 {
+			t.Partitions = r.placement(int(pc), len(req.ReplicaSets))
+		}
+	}
+
+	nMembers := r.count("members", 41)
+	if nMembers > 0 {
+		req.Members = make([]Member, nMembers)
+	}
+	for i := 0; i < nMembers && r.err == nil; i++ {
+		m := &req.Members[i]
+		m.MemberID = r.str("member id")
+		m.InstanceID = r.str("instance id")
+		m.ClientID = r.str("client id")
+		m.ClientHost = r.str("client host")
+		m.Rack = r.str("member rack")
+		flags := r.u8("member flags")
+		if r.err == nil && flags&^memberCooperative != 0 {
+			r.fail("member %q has unknown flags %#x", m.MemberID, flags)
+		}
+		m.Cooperative = flags&memberCooperative != 0
+		subs := r.int32s("subscribed topics")
+		for j, t := range subs {
+			if t < 0 || int(t) >= nTopics {
+				r.fail("member %q subscribes to topic index %d of %d", m.MemberID, t, nTopics)
+				break
+			}
+			if j > 0 && t <= subs[j-1] {
+				r.fail("member %q: subscribed topic indices are not strictly ascending", m.MemberID)
+				break
+			}
+		}
+		m.Topics = subs
+		m.OwnedGeneration = int32(r.u32("owned generation"))
+		m.Owned = r.topicPartitions("owned partitions", nTopics)
+		m.UserData = r.ownedBytes("user data")
+		m.Previous = r.topicPartitions("previous assignment", nTopics)
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+func (r *reader) placement(n, sets int) []Partition {
+	// 12*n overflows int where int is 32 bits; compare in 64 bits.
+	if r.err == nil && uint64(n)*12 > uint64(len(r.b)-r.off) {
+		r.fail("truncated partition placement (need %d bytes, have %d)", uint64(n)*12, len(r.b)-r.off)
+	}
+	if r.err != nil {
+		return nil
+	}
+	out := make([]Partition, n)
+	src := r.b[r.off : r.off+12*n]
+	for i := range out {
+		o := src[12*i : 12*i+12]
+		p := Partition{
+			Leader:   int32(binary.LittleEndian.Uint32(o[0:])),
+			Replicas: binary.LittleEndian.Uint32(o[4:]),
+			ISR:      binary.LittleEndian.Uint32(o[8:]),
+		}
+		if int64(p.Replicas) >= int64(sets) || int64(p.ISR) >= int64(sets) {
+			r.off += 12 * i
+			r.fail("partition %d refers to a replica set beyond the %d sent", i, sets)
+			return nil
+		}
+		out[i] = p
+	}
+	r.off += 12 * n
+	return out
+}
+
+func (r *reader) topicPartitions(field string, nTopics int) []TopicPartitions {
+	n := r.count(field, 8)
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	out := make([]TopicPartitions, n)
+	topicField := field + " topic" // built once per list, not once per entry
+	for i := range out {
+		t := r.u32(topicField)
+		if r.err == nil && int64(t) >= int64(nTopics) && nTopics >= 0 {
+			r.fail("%s refers to topic index %d of %d", field, t, nTopics)
+		}
+		out[i] = TopicPartitions{Topic: int32(t), Partitions: r.int32s(field)}
+		if r.err != nil {
+			return nil
+		}
+	}
+	return out
+}
+
+// DecodeResponse decodes a response. It checks the layout only; whether the
+// assignment makes sense for its request is the host's validation.
+func DecodeResponse(b []byte) (*Response, error) {
+	r := &reader{b: b, what: "response"}
+	resp := &Response{}
+	r.version()
+	switch status := r.u8("status"); {
+	case r.err != nil:
+	case status == statusError:
+		resp.Error = r.str("error message")
+		if r.err == nil && resp.Error == "" {
+			r.fail("empty error message")
+		}
+	case status == statusOK:
+		n := r.count("members", 12)
+		if n > 0 {
+			resp.Members = make([]MemberAssignment, n)
+		}
+		for i := 0; i < n && r.err == nil; i++ {
+			m := &resp.Members[i]
+			m.Member = int32(r.u32("member index"))
+			// The topic table size is unknown here; any index passes and
+			// the host's validation checks it against the request.
+			m.Partitions = r.topicPartitions("assigned partitions", -1)
+			m.UserData = r.ownedBytes("user data")
+		}
+	default:
+		r.fail("status %d", status)
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// DecodeDescription decodes a module's description.
+func DecodeDescription(b []byte) (*Description, error) {
+	r := &reader{b: b, what: "description"}
+	d := &Description{}
+	r.version()
+	n := r.count("assignors", 18)
+	if n > 0 {
+		d.Assignors = make([]AssignorInfo, n)
+	}
+	for i := 0; i < n && r.err == nil; i++ {
+		a := &d.Assignors[i]
+		a.Name = r.str("assignor name")
+		a.Version = r.str("assignor version")
+		np := r.count("protocols", 4)
+		for j := 0; j < np && r.err == nil; j++ {
+			a.Protocols = append(a.Protocols, r.str("protocol"))
+		}
+		modes := r.u8("modes")
+		flags := r.u8("assignor flags")
+		if r.err == nil && (modes&^byte(ModeEager|ModeCooperative) != 0 || flags&^assignorMayLeaveUnassigned != 0) {
+			r.fail("assignor %q has unknown mode or flag bits", a.Name)
+		}
+		a.Modes = Modes(modes)
+		a.MayLeaveUnassigned = flags&assignorMayLeaveUnassigned != 0
+		a.Description = r.str("assignor description")
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
