@@ -1,0 +1,129 @@
+package wasmruntime
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors that every *Error wraps as its Kind, so callers branch with
+// errors.Is without parsing messages.
+var (
+	// ErrTimeout: the call, or the instantiation before it, ran past the
+	// deadline and was stopped.
+	ErrTimeout = errors.New("deadline exceeded")
+	// ErrTrap: the guest trapped (unreachable, out-of-bounds access, a Go
+	// panic that escaped, proc_exit, AssemblyScript abort).
+	ErrTrap = errors.New("trap")
+	// ErrOutOfMemory: the guest reached the memory limit, or could not
+	// allocate the request buffer.
+	ErrOutOfMemory = errors.New("out of memory")
+	// ErrInvalidOutput: the response broke a rule of sdk/ABI.md; Error.Rule
+	// says which.
+	ErrInvalidOutput = errors.New("invalid output")
+	// ErrABIMismatch: the module does not speak this host's ABI (version,
+	// exports, imports, or a malformed description).
+	ErrABIMismatch = errors.New("ABI mismatch")
+	// ErrNotWasm: the bytes are not a WebAssembly module wazero can compile.
+	ErrNotWasm = errors.New("not a wasm module")
+	// ErrModuleTooLarge: the module is larger than Limits.MaxModuleBytes.
+	ErrModuleTooLarge = errors.New("module too large")
+	// ErrAssignorFailed: the guest answered with an error response.
+	ErrAssignorFailed = errors.New("assignor reported an error")
+	// ErrUnknownAssignor: no loaded plugin provides the requested assignor.
+	ErrUnknownAssignor = errors.New("unknown assignor")
+	// ErrClosed: the plugin or host was closed.
+	ErrClosed = errors.New("closed")
+)
+
+// Rule names the validation rule an invalid response broke.
+type Rule string
+
+// The rules of sdk/ABI.md, section 5.
+const (
+	RuleMalformed          Rule = "malformed response"
+	RuleOutputSize         Rule = "response too large"
+	RuleMemberIndex        Rule = "member not in request"
+	RuleDuplicateMember    Rule = "member assigned twice"
+	RuleTopicIndex         Rule = "topic not in request"
+	RuleNonexistentTopic   Rule = "topic does not exist"
+	RulePartitionRange     Rule = "partition does not exist"
+	RuleDuplicatePartition Rule = "partition assigned twice"
+	RuleUnsubscribed       Rule = "topic not subscribed"
+	RuleUnassigned         Rule = "subscribed partition unassigned"
+)
+
+// Error is the error type of this package. Its message reads like
+// `plugin "rack.wasm" assignor "rack-sticky": deadline exceeded: 2s`.
+type Error struct {
+	// Plugin is the plugin's name: its file name, or builtin:NAME.
+	Plugin string
+	// Assignor is the assignor being called, when there was one.
+	Assignor string
+	// Kind is one of the sentinel errors above.
+	Kind error
+	// Rule is set when Kind is ErrInvalidOutput.
+	Rule Rule
+	// Detail says what happened, in words for an operator.
+	Detail string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("plugin %q", e.Plugin)
+	if e.Assignor != "" {
+		msg += fmt.Sprintf(" assignor %q", e.Assignor)
+	}
+	msg += ": " + e.Kind.Error()
+	if e.Rule != "" {
+		msg += ": " + string(e.Rule)
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap lets errors.Is match both the Kind and the underlying error.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+// Reason is a short, stable label for Kind, for metrics: "timeout", "trap",
+// "oom", "invalid", "abi", "not_wasm", "too_large", "assignor_error",
+// "unknown_assignor" or "closed".
+func (e *Error) Reason() string {
+	switch e.Kind {
+	case ErrTimeout:
+		return "timeout"
+	case ErrTrap:
+		return "trap"
+	case ErrOutOfMemory:
+		return "oom"
+	case ErrInvalidOutput:
+		return "invalid"
+	case ErrABIMismatch:
+		return "abi"
+	case ErrNotWasm:
+		return "not_wasm"
+	case ErrModuleTooLarge:
+		return "too_large"
+	case ErrAssignorFailed:
+		return "assignor_error"
+	case ErrUnknownAssignor:
+		return "unknown_assignor"
+	case ErrClosed:
+		return "closed"
+	}
+	return "unknown"
+}
+
+func invalid(rule Rule, format string, args ...any) *Error {
+	return &Error{Kind: ErrInvalidOutput, Rule: rule, Detail: fmt.Sprintf(format, args...)}
+}

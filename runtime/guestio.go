@@ -1,0 +1,193 @@
+package wasmruntime
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// callState is what the host knows about the call in progress on one
+// instance: its log budget and the guest's last words, which a trap error
+// quotes.
+type callState struct {
+	sink      *logSink
+	logBytes  int
+	dropped   int
+	lastLines []string
+}
+
+const (
+	maxLineBytes  = 1024 // a longer line is cut, and marked so
+	lastLinesKept = 3
+)
+
+// note records one line of guest output.
+func (c *callState) note(level slog.Level, line string) {
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return
+	}
+	if len(line) > maxLineBytes {
+		line = line[:maxLineBytes] + "…(truncated)"
+	}
+	if len(c.lastLines) == lastLinesKept {
+		copy(c.lastLines, c.lastLines[1:])
+		c.lastLines = c.lastLines[:lastLinesKept-1]
+	}
+	c.lastLines = append(c.lastLines, line)
+	c.logBytes += len(line)
+	if c.logBytes > c.sink.bytesPerCall || !c.sink.take() {
+		c.dropped++
+		return
+	}
+	c.sink.logger.Log(context.Background(), level, line)
+}
+
+// finish reports dropped lines once per call rather than once per line.
+func (c *callState) finish() {
+	if c.dropped > 0 {
+		c.sink.logger.Warn("plugin log lines dropped", "dropped", c.dropped, "reason", "log volume limit")
+		c.dropped = 0
+	}
+}
+
+// lastWords returns what the guest printed last, for error messages.
+func (c *callState) lastWords() string {
+	return strings.Join(c.lastLines, " | ")
+}
+
+// logSink rate-limits one plugin's log lines across all its instances with a
+// token bucket.
+type logSink struct {
+	logger       *slog.Logger
+	bytesPerCall int
+	perSecond    float64
+
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+}
+
+func newLogSink(logger *slog.Logger, l Limits) *logSink {
+	return &logSink{
+		logger:       logger,
+		bytesPerCall: l.logBytesPerCall,
+		perSecond:    float64(l.logLinesPerSecond),
+		tokens:       float64(l.logLinesPerSecond),
+	}
+}
+
+func (s *logSink) take() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if !s.last.IsZero() {
+		s.tokens += now.Sub(s.last).Seconds() * s.perSecond
+		if s.tokens > s.perSecond {
+			s.tokens = s.perSecond
+		}
+	}
+	s.last = now
+	if s.tokens < 1 {
+		return false
+	}
+	s.tokens--
+	return true
+}
+
+// instanceIO is the per-instance side of WASI: the stdout and stderr writers,
+// the random source and the clocks. Each is reset before every call so that a
+// reused instance sees exactly what a fresh one would.
+type instanceIO struct {
+	call *callState
+
+	stdout, stderr lineWriter
+	rand           seededReader
+	clock          int64
+}
+
+func newInstanceIO() *instanceIO {
+	io := &instanceIO{}
+	io.stdout = lineWriter{io: io, level: slog.LevelInfo}
+	io.stderr = lineWriter{io: io, level: slog.LevelWarn}
+	return io
+}
+
+// begin starts a call with the given seed.
+func (io *instanceIO) begin(cs *callState, seed uint64) {
+	io.call = cs
+	io.rand.state = seed
+	io.clock = 0
+}
+
+// end flushes partial lines of the call.
+func (io *instanceIO) end() {
+	io.stdout.flush()
+	io.stderr.flush()
+	io.call.finish()
+}
+
+// clockStep is how far the guest's clocks move on each reading. Guests see
+// time pass, so loops that wait for it end, but never the host's real time.
+const clockStep = int64(time.Millisecond)
+
+func (io *instanceIO) nanotime() int64 {
+	io.clock += clockStep
+	return io.clock
+}
+
+func (io *instanceIO) walltime() (int64, int32) {
+	t := io.nanotime()
+	return t / 1e9, int32(t % 1e9)
+}
+
+// lineWriter turns a guest's fd_write stream into log lines.
+type lineWriter struct {
+	io      *instanceIO
+	level   slog.Level
+	partial []byte
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := strings.IndexByte(string(p), '\n')
+		if i < 0 {
+			if len(w.partial) < maxLineBytes*2 {
+				w.partial = append(w.partial, p...)
+			}
+			break
+		}
+		w.partial = append(w.partial, p[:i]...)
+		w.flush()
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (w *lineWriter) flush() {
+	if len(w.partial) > 0 && w.io.call != nil {
+		w.io.call.note(w.level, string(w.partial))
+	}
+	w.partial = w.partial[:0]
+}
+
+// seededReader is a splitmix64 stream: cheap, and fully determined by its
+// seed, which is all WASI random_get needs here.
+type seededReader struct{ state uint64 }
+
+func (r *seededReader) Read(p []byte) (int, error) {
+	for i := 0; i < len(p); i += 8 {
+		r.state += 0x9e3779b97f4a7c15
+		z := r.state
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		z ^= z >> 31
+		for j := 0; j < 8 && i+j < len(p); j++ {
+			p[i+j] = byte(z >> (8 * j))
+		}
+	}
+	return len(p), nil
+}

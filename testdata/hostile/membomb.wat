@@ -1,0 +1,45 @@
+;; membomb.wat: wasmassign_assign grows memory one 64 KiB page at a time until
+;; memory.grow returns -1 (the host's memory limit, or the 4 GiB wasm32 ceiling),
+;; then executes `unreachable`.
+;;
+;; Request: any; the module never reads it.
+;; Expected host error: out of memory (wasmruntime.ErrOutOfMemory): the trap
+;; happens with memory at the host's limit, right after a refused grow. With no
+;; memory limit set this reaches 4 GiB, so tests must set Limits' memory cap.
+(module
+  (memory (export "memory") 1)
+
+  ;; Description (sdk/ABI.md section 4): one assignor named "hostile-membomb",
+  ;; version "1.0.0", protocols ["hostile-membomb"], modes eager|cooperative, flags 0.
+  (data (i32.const 16) "\01\00\00\00\01\00\00\00\0f\00\00\00hostile-membomb\05\00\00\001.0.0\01\00\00\00\0f\00\00\00hostile-membomb\03\00\1c\00\00\00hostile test plugin: membomb")
+
+  (func (export "wasmassign_abi_version") (result i32)
+    (i32.const 1))
+
+  ;; The request buffer always lives at 4096; alloc grows memory until it fits
+  ;; and returns 0 when it cannot (or when size is absurd).
+  (func (export "wasmassign_alloc") (param $size i32) (result i32)
+    (local $pages i32)
+    (if (i32.gt_u (local.get $size) (i32.const 0x7fff0000))
+      (then (return (i32.const 0))))
+    (local.set $pages
+      (i32.shr_u
+        (i32.add (local.get $size) (i32.const 69631)) ;; 4096 + 65535: whole pages
+        (i32.const 16)))
+    (if (i32.gt_u (local.get $pages) (memory.size))
+      (then
+        (if (i32.eq (memory.grow (i32.sub (local.get $pages) (memory.size))) (i32.const -1))
+          (then (return (i32.const 0))))))
+    (i32.const 4096))
+
+  (func (export "wasmassign_free") (param i32 i32))
+
+  (func (export "wasmassign_describe") (result i64)
+    (i64.const 0x000000100000005d)) ;; packed: ptr 16, len 93
+
+  (func (export "wasmassign_assign") (param $ptr i32) (param $len i32) (result i64)
+    (loop $more
+      (br_if $more
+        (i32.ne (memory.grow (i32.const 1)) (i32.const -1))))
+    unreachable)
+)
