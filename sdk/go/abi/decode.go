@@ -202,12 +202,19 @@ func DecodeRequest(b []byte) (*Request, error) {
 	}
 
 	nTopics := r.count("topics", 25)
+	var names map[string]struct{}
 	if nTopics > 0 {
 		req.Topics = make([]Topic, nTopics)
+		names = make(map[string]struct{}, nTopics)
 	}
 	for i := 0; i < nTopics && r.err == nil; i++ {
 		t := &req.Topics[i]
 		t.Name = r.str("topic name")
+		if _, dup := names[t.Name]; dup && r.err == nil {
+			r.fail("topic %q appears twice in the topic table", t.Name)
+			break
+		}
+		names[t.Name] = struct{}{}
 		if r.need(16, "topic id") {
 			copy(t.ID[:], r.b[r.off:])
 			r.off += 16

@@ -46,6 +46,8 @@ func goldenCases() []goldenCase {
 
 	unsorted := fullRequest()
 	unsorted.Members[0].Topics = []int32{1, 0}
+	dupTopic := minimalRequest()
+	dupTopic.Topics = append(dupTopic.Topics, dupTopic.Topics[0])
 	badUTF8 := minimalRequest()
 	badUTF8.GroupID = "g\xff"
 
@@ -77,6 +79,8 @@ func goldenCases() []goldenCase {
 			comment: "a member subscribed to topic index 1 of a one-topic table"},
 		{name: "invalid-request-subscribed-unsorted", kind: "request", bin: abi.AppendRequest(nil, unsorted), err: "not strictly ascending",
 			comment: "member 0 lists subscribed topic indices [1, 0]: they must be strictly ascending"},
+		{name: "invalid-request-duplicate-topic", kind: "request", bin: abi.AppendRequest(nil, dupTopic), err: "appears twice",
+			comment: "the topic table lists topic \"t\" twice: names must be unique"},
 		{name: "invalid-request-bad-utf8", kind: "request", bin: abi.AppendRequest(nil, badUTF8), err: "not valid UTF-8",
 			comment: "the group id ends with byte 0xff, which is not UTF-8"},
 		{name: "invalid-request-replica-set-out-of-range", kind: "request", bin: abi.AppendRequest(nil, badReplicaSet), err: "replica set",
