@@ -2,6 +2,7 @@ package abi_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 
@@ -211,8 +212,10 @@ func (g gen) request() *abi.Request {
 	for range g.rng.IntN(4) {
 		r.ReplicaSets = append(r.ReplicaSets, g.int32s(4))
 	}
-	for range g.rng.IntN(6) {
-		t := abi.Topic{Name: g.str(), Exists: !g.chance(4)}
+	for i := range g.rng.IntN(6) {
+		// Topic names are unique in the table; a numeric suffix keeps the
+		// random ones apart.
+		t := abi.Topic{Name: fmt.Sprintf("%s#%d", g.str(), i), Exists: !g.chance(4)}
 		if g.chance(2) {
 			for i := range t.ID {
 				t.ID[i] = byte(g.rng.Uint32())
