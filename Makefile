@@ -1,0 +1,65 @@
+# wasmassign build. `make test` is the one command CI runs: it installs the
+# toolchains it needs (Debian packages), builds every wasm artefact, then runs
+# the Go tests of both modules.
+
+SHELL    := /bin/bash
+GO       ?= go
+GOWASM   := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath
+BUILTINS := range roundrobin
+BUILTIN_WASM := $(BUILTINS:%=plugins/builtin/wasm/%.wasm)
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PKGS := wabt clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
+BENCHTIME ?= 1x
+
+.PHONY: all build plugins testdata tools test vet bench run clean FORCE
+
+all: build
+
+## build: the built-in plugins, then bin/wasmassign with them embedded.
+build: plugins bin/wasmassign
+
+plugins: $(BUILTIN_WASM)
+
+plugins/builtin/wasm/%.wasm: FORCE
+	$(GOWASM) -o $@ ./plugins/$*/wasm
+
+bin/wasmassign: plugins FORCE
+	$(GO) build -trimpath -o $@ ./cmd/wasmassign
+
+## tools: the Debian toolchains for test guests (wat2wasm, clang for wasm32-wasi).
+tools:
+	@if ! command -v wat2wasm >/dev/null || ! command -v clang-14 >/dev/null || ! command -v wasm-ld-14 >/dev/null \
+	   || [ ! -e /usr/lib/wasm32-wasi/libc.a ]; then \
+	  echo "installing $(APT_PKGS)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PKGS) >/dev/null; \
+	fi
+
+## testdata: test guests: the Go test guest, hostile WAT modules, the C guest.
+testdata: tools
+	$(GOWASM) -o testdata/guests/go/testguest.wasm ./testdata/guests/go
+	$(MAKE) -s -C testdata/hostile
+	$(MAKE) -s -C testdata/guests/c
+
+vet:
+	$(GO) vet ./...
+	cd sdk/go && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./plugins/... ./testdata/guests/go
+
+## test: everything CI checks.
+test: build testdata vet
+	$(GO) test -count=1 ./...
+	cd sdk/go && $(GO) test -count=1 ./...
+
+## bench: every Go benchmark once (BENCHTIME=5x for steadier numbers).
+bench: build testdata
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
+	cd sdk/go && $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
+
+## run: until the gateway lands, a simulate demo over an example scenario.
+run: build
+	bin/wasmassign simulate --scenario examples/scenario.json --format table
+
+clean:
+	rm -rf bin $(BUILTIN_WASM) testdata/guests/go/*.wasm
+	-$(MAKE) -s -C testdata/hostile clean
+	-$(MAKE) -s -C testdata/guests/c clean

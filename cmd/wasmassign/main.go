@@ -1,0 +1,94 @@
+// Command wasmassign runs Kafka partition assignors that are sandboxed
+// WebAssembly plugins.
+//
+//	wasmassign simulate --scenario FILE [--assignor NAME] [--plugin-dir DIR] [--plugin FILE] [--format json|table]
+//	wasmassign inspect  [--format json|table] FILE.wasm
+//
+// Exit status: 0 on success, 1 when a plugin fails (the message names the
+// plugin and the typed error), 2 for bad usage or bad input (the message names
+// the flag, file or field).
+//
+// The built-in plugins are embedded in the binary (see plugins/builtin), so no
+// plugin directory is needed to use them.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// usageError marks a problem with the command line or its input files, which
+// exits 2 rather than 1.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+const usage = `usage: wasmassign <command> [flags]
+
+commands:
+  simulate   run an assignor over a scenario file and print the assignment
+  inspect    show what a plugin module provides and imports
+  version    print the ABI version this binary speaks
+
+Run 'wasmassign <command> -h' for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: tests call it with their own writers.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	env := &env{stdout: stdout, stderr: stderr,
+		log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	var err error
+	switch args[0] {
+	case "simulate":
+		err = simulate(ctx, env, args[1:])
+	case "inspect":
+		err = inspect(ctx, env, args[1:])
+	case "version":
+		fmt.Fprintln(stdout, "wasmassign ABI version 1")
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "wasmassign: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errHelp):
+		return 0
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(stderr, "wasmassign %s: %v\n", args[0], err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "wasmassign %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+// env is what a command needs from the process.
+type env struct {
+	stdout, stderr io.Writer
+	log            *slog.Logger
+}

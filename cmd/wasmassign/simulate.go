@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/wasmassign/wasmassign/handover"
+	wasmruntime "github.com/wasmassign/wasmassign/runtime"
+	"github.com/wasmassign/wasmassign/scenario"
+)
+
+func simulate(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var (
+		file, assignorName, dir, format string
+		files                           stringList
+		lim                             limitFlags
+	)
+	fs.StringVar(&file, "scenario", "", "scenario file (JSON; required)")
+	fs.StringVar(&assignorName, "assignor", "", "assignor to run (default: the scenario's, else the one serving its protocol)")
+	fs.StringVar(&dir, "plugin-dir", "", "directory of extra *.wasm plugins")
+	fs.Var(&files, "plugin", "extra plugin file (repeatable)")
+	fs.StringVar(&format, "format", "json", "output format: json or table")
+	lim.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if file == "" {
+		return usagef("--scenario is required")
+	}
+	if format != "json" && format != "table" {
+		return usagef("--format: %q is not json or table", format)
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	sc, err := scenario.Load(file)
+	if err != nil {
+		return usageError{err}
+	}
+
+	h, err := lim.host(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer h.Close(ctx)
+	reg, err := registry(ctx, h, dir, files)
+	if err != nil {
+		return err
+	}
+	a, err := chooseAssignor(reg, sc, assignorName)
+	if err != nil {
+		return usageError{err}
+	}
+	sc.Assignor = a.Info.Name
+	if sc.Protocol == "" {
+		sc.Protocol = a.Info.Protocols[0]
+	}
+	req, warnings, err := sc.Request()
+	if err != nil {
+		return usageError{fmt.Errorf("%s: %w", file, err)}
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(e.stderr, "warning: %s: %s\n", file, w)
+	}
+	req.RebalanceProtocol = sc.ResolvedRebalanceProtocol()
+	target, err := a.Assign(ctx, req)
+	if err != nil {
+		return err
+	}
+	assignment, _ := handover.Withhold(req, target)
+	out := scenario.NewOutput(req, a.Info.Name, target, assignment)
+	if format == "table" {
+		return out.WriteTable(e.stdout)
+	}
+	return out.WriteJSON(e.stdout)
+}
+
+// chooseAssignor applies the precedence: --assignor, the scenario's
+// assignor, then the assignor that serves the scenario's protocol.
+func chooseAssignor(reg *wasmruntime.Registry, sc *scenario.Scenario, flagName string) (*wasmruntime.Assignor, error) {
+	name := flagName
+	if name == "" {
+		name = sc.Assignor
+	}
+	if name != "" {
+		a, ok := reg.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("assignor %q: no loaded plugin provides it (have %s)", name, assignorNames(reg))
+		}
+		return a, nil
+	}
+	if sc.Protocol == "" {
+		return nil, fmt.Errorf("the scenario names neither a protocol nor an assignor, and --assignor is not set")
+	}
+	a, ok := reg.ForProtocol(sc.Protocol)
+	if !ok {
+		return nil, fmt.Errorf("protocol %q: no loaded assignor serves it (have %s)", sc.Protocol, assignorNames(reg))
+	}
+	return a, nil
+}
+
+func assignorNames(reg *wasmruntime.Registry) string {
+	s := ""
+	for i, a := range reg.Assignors() {
+		if i > 0 {
+			s += ", "
+		}
+		s += a.Info.Name
+	}
+	return s
+}
