@@ -68,13 +68,17 @@ var mod = module{live: make(map[uintptr][]byte)}
 // Registering two assignors with the same name panics, since the host could
 // not tell them apart.
 func Register(info abi.AssignorInfo, fn AssignFunc) {
-	for _, a := range mod.assignors {
+	mod.register(info, fn)
+}
+
+func (m *module) register(info abi.AssignorInfo, fn AssignFunc) {
+	for _, a := range m.assignors {
 		if a.info.Name == info.Name {
 			panic(fmt.Sprintf("guest: assignor %q registered twice", info.Name))
 		}
 	}
-	mod.assignors = append(mod.assignors, assignor{info: info, fn: fn})
-	mod.desc = nil
+	m.assignors = append(m.assignors, assignor{info: info, fn: fn})
+	m.desc = nil
 }
 
 // Logf writes one line to the host's log, attributed to this plugin.
