@@ -2,11 +2,16 @@ module github.com/wasmassign/wasmassign
 
 go 1.26.8
 
-require github.com/wasmassign/wasmassign/sdk/go v0.0.0
+require (
+	github.com/tetratelabs/wazero v1.12.0
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	github.com/wasmassign/wasmassign/sdk/go v0.0.0
+)
 
 require (
-	github.com/tetratelabs/wazero v1.12.0 // indirect
-	github.com/twmb/franz-go v1.22.3 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	golang.org/x/sys v0.44.0 // indirect
 )
 
