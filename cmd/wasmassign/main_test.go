@@ -122,6 +122,28 @@ func TestSimulate_CooperativeWithholdsPartitionsOthersStillOwn(t *testing.T) {
 	}
 }
 
+func TestSimulate_OwnedPartitionsOfDeletedTopicWarn(t *testing.T) {
+	scenario := `{
+  "protocol": "range",
+  "topics": [{"name": "t", "partition_count": 2}],
+  "members": [{"id": "a", "topics": ["t"], "owned": {"gone": [0]}, "generation": 1}]
+}`
+	code, stdout, stderr := wasmassign(t, "simulate", "--scenario", writeScenario(t, scenario))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "warning") || !strings.Contains(stderr, "gone") {
+		t.Fatalf("no warning naming the deleted topic on stderr: %q", stderr)
+	}
+	var out simOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]map[string][]int32{"a": {"t": {0, 1}}}; !equalAssignment(out.Assignment, want) {
+		t.Fatalf("assignment %v, want %v", out.Assignment, want)
+	}
+}
+
 func TestSimulate_TableFormat(t *testing.T) {
 	code, stdout, stderr := wasmassign(t, "simulate", "--format", "table", "--scenario", writeScenario(t, rangeExample))
 	if code != 0 {
