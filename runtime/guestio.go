@@ -105,7 +105,8 @@ type instanceIO struct {
 
 	stdout, stderr lineWriter
 	rand           seededReader
-	clock          int64
+	clock          int64 // guest nanotime; monotonic for the instance's life
+	callStart      int64 // clock at the start of the current call
 }
 
 func newInstanceIO() *instanceIO {
@@ -119,7 +120,7 @@ func newInstanceIO() *instanceIO {
 func (io *instanceIO) begin(cs *callState, seed uint64) {
 	io.call = cs
 	io.rand.state = seed
-	io.clock = 0
+	io.callStart = io.clock
 }
 
 // end flushes partial lines of the call.
@@ -133,13 +134,23 @@ func (io *instanceIO) end() {
 // time pass, so loops that wait for it end, but never the host's real time.
 const clockStep = int64(time.Millisecond)
 
+// wallEpoch is what the guest's wall clock reads at the start of every call:
+// 2000-01-01T00:00:00Z.
+const wallEpoch = int64(946684800) * 1e9
+
+// nanotime is the guest's monotonic clock. It is never reset: language
+// runtimes (Go's scheduler and timers among them) misbehave when monotonic
+// time goes backwards. A plugin that measures elapsed time still sees the
+// same durations on every call, since each reading advances by clockStep.
 func (io *instanceIO) nanotime() int64 {
 	io.clock += clockStep
 	return io.clock
 }
 
+// walltime starts at wallEpoch on every call and advances with nanotime, so
+// what a plugin reads from it depends only on the call.
 func (io *instanceIO) walltime() (int64, int32) {
-	t := io.nanotime()
+	t := wallEpoch + io.nanotime() - io.callStart
 	return t / 1e9, int32(t % 1e9)
 }
 

@@ -19,7 +19,10 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/wasmassign/wasmassign/runtime/internal/linmem"
 )
 
 // Host compiles and runs plugins. One Host shares a wazero runtime, its
@@ -29,6 +32,9 @@ type Host struct {
 	cfg   Config
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
+	// memory backs each instance's linear memory with a mapping reserved at
+	// its maximum size; nil where the platform has none.
+	memory experimental.MemoryAllocator
 }
 
 // Import module names a plugin may use (sdk/ABI.md section 1).
@@ -43,7 +49,7 @@ func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 	rc := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(cfg.limits.memoryPages())
-	h := &Host{cfg: cfg}
+	h := &Host{cfg: cfg, memory: linmem.Allocator()}
 	if cfg.cacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.cacheDir)
 		if err != nil {

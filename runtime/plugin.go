@@ -14,6 +14,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
@@ -195,6 +196,9 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 		WithRandSource(&io.rand).
 		WithNanotime(io.nanotime, 1).
 		WithWalltime(io.walltime, 1)
+	if p.host.memory != nil {
+		ctx = experimental.WithMemoryAllocator(ctx, p.host.memory)
+	}
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, cs), p.host.cfg.limits.timeout)
 	defer cancel()
 	mod, err := p.host.rt.InstantiateModule(cctx, p.compiled, cfg)

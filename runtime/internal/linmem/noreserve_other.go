@@ -1,0 +1,5 @@
+//go:build darwin || freebsd
+
+package linmem
+
+const mapNoReserve = 0
