@@ -1,9 +1,12 @@
 // Package rangeassignor is Apache Kafka's RangeAssignor, including its
 // KIP-881 rack-aware mode, over the wasmassign ABI model. The same code runs
 // natively in tests and benchmarks and, wrapped by the main package in wasm/,
-// as a wasm plugin. It must import only the standard library and
-// sdk/go/abi: no os, no net, no wazero, no franz-go, so that it compiles for
-// GOOS=wasip1 and stays a pure function of its request.
+// as a wasm plugin. It must import only the standard library, sdk/go/abi
+// and plugins/internal/groupview: no os, no net, no wazero, no franz-go, so
+// that it compiles for GOOS=wasip1 and stays a pure function of its
+// request. groupview, shared with the roundrobin assignor, reads the group
+// the way Kafka's assignors do and writes the response; this package
+// decides who takes what.
 //
 // # What it reproduces
 //

@@ -1,9 +1,9 @@
 package rangeassignor
 
 import (
-	"maps"
 	"testing"
 
+	"github.com/wasmassign/wasmassign/plugins/internal/assignortest"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
@@ -33,7 +33,7 @@ type kafkaMember struct {
 // paramRequest builds the cluster of RangeAssignorTest.initializeRacks(cfg,
 // maxConsumers): replication factor maxConsumers, maxConsumers broker racks
 // unless cfg has none, and consumer i on rack ALL_RACKS[i % racks].
-func paramRequest(cfg rackConfig, maxConsumers int, topics []topicSpec, members []kafkaMember) *abi.Request {
+func paramRequest(cfg rackConfig, maxConsumers int, topics []assignortest.TopicSpec, members []kafkaMember) *abi.Request {
 	rf := maxConsumers
 	numBrokerRacks := 0
 	if cfg != noBrokerRack {
@@ -50,14 +50,14 @@ func paramRequest(cfg rackConfig, maxConsumers int, topics []topicSpec, members 
 	if numRacks == 0 {
 		numRacks = len(allRacks)
 	}
-	specs := make([]memberSpec, len(members))
+	specs := make([]assignortest.MemberSpec, len(members))
 	for i, m := range members {
-		specs[i] = memberSpec{id: m.id, instance: m.instance, topics: m.topics}
+		specs[i] = assignortest.MemberSpec{ID: m.id, Instance: m.instance, Topics: m.topics}
 		if cfg != noConsumerRack {
-			specs[i].rack = rackAt(m.index % numRacks)
+			specs[i].Rack = rackAt(m.index % numRacks)
 		}
 	}
-	return buildRequest(topics, specs, &placement{rf: rf, brokerRacks: brokers, sameStart: true})
+	return assignortest.BuildRequest(topics, specs, &assignortest.Placement{RF: rf, BrokerRacks: brokers, SameStart: true})
 }
 
 // TestRange_KafkaParameterizedCases runs RangeAssignorTest's tests that are
@@ -66,14 +66,21 @@ func paramRequest(cfg rackConfig, maxConsumers int, topics []topicSpec, members 
 // the classic answer.
 func TestRange_KafkaParameterizedCases(t *testing.T) {
 	both := []string{"topic1", "topic2"}
-	two := func(p1, p2 int32) []topicSpec { return []topicSpec{{"topic1", p1}, {"topic2", p2}} }
-	cases := []struct {
+	topic1 := []string{"topic1"}
+	two := func(p1, p2 int32) []assignortest.TopicSpec {
+		return []assignortest.TopicSpec{{Name: "topic1", Partitions: p1}, {Name: "topic2", Partitions: p2}}
+	}
+	one := func(p int32) []assignortest.TopicSpec {
+		return []assignortest.TopicSpec{{Name: "topic1", Partitions: p}}
+	}
+	type paramCase struct {
 		name         string
-		maxConsumers int
-		topics       []topicSpec
+		maxConsumers int // 3 when 0
+		topics       []assignortest.TopicSpec
 		members      []kafkaMember
 		want         map[string]string
-	}{
+	}
+	cases := []paramCase{
 		{
 			name:    "testOneConsumerNoTopic",
 			members: []kafkaMember{{id: "consumer1"}},
@@ -81,19 +88,19 @@ func TestRange_KafkaParameterizedCases(t *testing.T) {
 		},
 		{
 			name:    "testOneConsumerNonexistentTopic",
-			members: []kafkaMember{{id: "consumer1", topics: []string{"topic1"}}},
+			members: []kafkaMember{{id: "consumer1", topics: topic1}},
 			want:    map[string]string{"consumer1": ""},
 		},
 		{
 			name:    "testOneConsumerOneTopic",
-			topics:  []topicSpec{{"topic1", 3}},
-			members: []kafkaMember{{id: "consumer1", topics: []string{"topic1"}}},
+			topics:  one(3),
+			members: []kafkaMember{{id: "consumer1", topics: topic1}},
 			want:    map[string]string{"consumer1": "topic1-0, topic1-1, topic1-2"},
 		},
 		{
 			name:    "testOnlyAssignsPartitionsFromSubscribedTopics",
-			topics:  []topicSpec{{"topic1", 3}, {"other", 3}},
-			members: []kafkaMember{{id: "consumer1", topics: []string{"topic1"}}},
+			topics:  []assignortest.TopicSpec{{Name: "topic1", Partitions: 3}, {Name: "other", Partitions: 3}},
+			members: []kafkaMember{{id: "consumer1", topics: topic1}},
 			want:    map[string]string{"consumer1": "topic1-0, topic1-1, topic1-2"},
 		},
 		{
@@ -104,23 +111,23 @@ func TestRange_KafkaParameterizedCases(t *testing.T) {
 		},
 		{
 			name:    "testTwoConsumersOneTopicOnePartition",
-			topics:  []topicSpec{{"topic1", 1}},
-			members: []kafkaMember{{id: "consumer1", index: 0, topics: []string{"topic1"}}, {id: "consumer2", index: 1, topics: []string{"topic1"}}},
+			topics:  one(1),
+			members: []kafkaMember{{id: "consumer1", index: 0, topics: topic1}, {id: "consumer2", index: 1, topics: topic1}},
 			want:    map[string]string{"consumer1": "topic1-0", "consumer2": ""},
 		},
 		{
 			name:    "testTwoConsumersOneTopicTwoPartitions",
-			topics:  []topicSpec{{"topic1", 2}},
-			members: []kafkaMember{{id: "consumer1", index: 0, topics: []string{"topic1"}}, {id: "consumer2", index: 1, topics: []string{"topic1"}}},
+			topics:  one(2),
+			members: []kafkaMember{{id: "consumer1", index: 0, topics: topic1}, {id: "consumer2", index: 1, topics: topic1}},
 			want:    map[string]string{"consumer1": "topic1-0", "consumer2": "topic1-1"},
 		},
 		{
 			name:   "testMultipleConsumersMixedTopics",
 			topics: two(3, 2),
 			members: []kafkaMember{
-				{id: "consumer1", index: 0, topics: []string{"topic1"}},
+				{id: "consumer1", index: 0, topics: topic1},
 				{id: "consumer2", index: 1, topics: both},
-				{id: "consumer3", index: 2, topics: []string{"topic1"}},
+				{id: "consumer3", index: 2, topics: topic1},
 			},
 			want: map[string]string{"consumer1": "topic1-0", "consumer2": "topic1-1, topic2-0, topic2-1", "consumer3": "topic1-2"},
 		},
@@ -130,91 +137,72 @@ func TestRange_KafkaParameterizedCases(t *testing.T) {
 			members: []kafkaMember{{id: "consumer1", index: 0, topics: both}, {id: "consumer2", index: 1, topics: both}},
 			want:    map[string]string{"consumer1": "topic1-0, topic1-1, topic2-0, topic2-1", "consumer2": "topic1-2, topic2-2"},
 		},
-		{
-			// The member ids sort the other way; instance ids decide.
-			name:   "testTwoStaticConsumersTwoTopicsSixPartitions",
-			topics: two(3, 3),
-			members: []kafkaMember{
-				{id: "consumer-b", instance: "instance1", index: 0, topics: both},
-				{id: "consumer-a", instance: "instance2", index: 1, topics: both},
-			},
-			want: map[string]string{"consumer-b": "topic1-0, topic1-1, topic2-0, topic2-1", "consumer-a": "topic1-2, topic2-2"},
-		},
-		{
-			// A static member comes before a dynamic one whatever the ids.
-			name:   "testOneStaticConsumerAndOneDynamicConsumerTwoTopicsSixPartitions",
-			topics: two(3, 3),
-			members: []kafkaMember{
-				{id: "consumer-b", instance: "instance1", index: 0, topics: both},
-				{id: "consumer-a", index: 1, topics: both},
-			},
-			want: map[string]string{"consumer-b": "topic1-0, topic1-1, topic2-0, topic2-1", "consumer-a": "topic1-2, topic2-2"},
-		},
-		{
-			name:         "testStaticMemberRangeAssignmentPersistent/with consumer4",
-			maxConsumers: 5,
-			topics:       two(5, 4),
-			members: []kafkaMember{
-				{id: "consumer1", instance: "instance1", index: 0, topics: both},
-				{id: "consumer2", instance: "instance2", index: 1, topics: both},
-				{id: "consumer3", instance: "instance3", index: 2, topics: both},
-				{id: "consumer4", index: 3, topics: both},
-			},
-			want: map[string]string{
-				"consumer1": "topic1-0, topic1-1, topic2-0",
-				"consumer2": "topic1-2, topic2-1",
-				"consumer3": "topic1-3, topic2-2",
-				"consumer4": "topic1-4, topic2-3",
-			},
-		},
-		{
-			name:         "testStaticMemberRangeAssignmentPersistent/consumer4 replaced by consumer5",
-			maxConsumers: 5,
-			topics:       two(5, 4),
-			members: []kafkaMember{
-				{id: "consumer1", instance: "instance1", index: 0, topics: both},
-				{id: "consumer2", instance: "instance2", index: 1, topics: both},
-				{id: "consumer3", instance: "instance3", index: 2, topics: both},
-				{id: "consumer5", index: 4, topics: both},
-			},
-			want: map[string]string{
-				"consumer1": "topic1-0, topic1-1, topic2-0",
-				"consumer2": "topic1-2, topic2-1",
-				"consumer3": "topic1-3, topic2-2",
-				"consumer5": "topic1-4, topic2-3",
-			},
-		},
-		{
-			name:   "testStaticMemberRangeAssignmentPersistentAfterMemberIdChanges/before",
-			topics: two(5, 5),
-			members: []kafkaMember{
-				{id: "consumer1", instance: "instance1", index: 0, topics: both},
-				{id: "consumer2", instance: "instance2", index: 1, topics: both},
-				{id: "consumer3", instance: "instance3", index: 2, topics: both},
-			},
-			want: map[string]string{
-				"consumer1": "topic1-0, topic1-1, topic2-0, topic2-1",
-				"consumer2": "topic1-2, topic1-3, topic2-2, topic2-3",
-				"consumer3": "topic1-4, topic2-4",
-			},
-		},
-		{
-			// consumer4 takes over instance3 and consumer5 instance2; each
-			// instance keeps its partitions.
-			name:   "testStaticMemberRangeAssignmentPersistentAfterMemberIdChanges/after",
-			topics: two(5, 5),
-			members: []kafkaMember{
-				{id: "consumer1", instance: "instance1", index: 0, topics: both},
-				{id: "consumer5", instance: "instance2", index: 1, topics: both},
-				{id: "consumer4", instance: "instance3", index: 2, topics: both},
-			},
-			want: map[string]string{
-				"consumer1": "topic1-0, topic1-1, topic2-0, topic2-1",
-				"consumer5": "topic1-2, topic1-3, topic2-2, topic2-3",
-				"consumer4": "topic1-4, topic2-4",
-			},
-		},
 	}
+	// The member ids sort the other way: with two static members instance
+	// ids decide, and a static member comes before a dynamic one whatever
+	// the ids.
+	for _, tc := range []struct{ name, secondInstance string }{
+		{"testTwoStaticConsumersTwoTopicsSixPartitions", "instance2"},
+		{"testOneStaticConsumerAndOneDynamicConsumerTwoTopicsSixPartitions", ""},
+	} {
+		cases = append(cases, paramCase{
+			name:   tc.name,
+			topics: two(3, 3),
+			members: []kafkaMember{
+				{id: "consumer-b", instance: "instance1", index: 0, topics: both},
+				{id: "consumer-a", instance: tc.secondInstance, index: 1, topics: both},
+			},
+			want: map[string]string{"consumer-b": "topic1-0, topic1-1, topic2-0, topic2-1", "consumer-a": "topic1-2, topic2-2"},
+		})
+	}
+	// testStaticMemberRangeAssignmentPersistent: the dynamic consumer4 is
+	// replaced by consumer5, which takes over its partitions while the
+	// static members keep theirs.
+	for _, dynamic := range []kafkaMember{{id: "consumer4", index: 3, topics: both}, {id: "consumer5", index: 4, topics: both}} {
+		cases = append(cases, paramCase{
+			name:         "testStaticMemberRangeAssignmentPersistent/" + dynamic.id,
+			maxConsumers: 5,
+			topics:       two(5, 4),
+			members: []kafkaMember{
+				{id: "consumer1", instance: "instance1", index: 0, topics: both},
+				{id: "consumer2", instance: "instance2", index: 1, topics: both},
+				{id: "consumer3", instance: "instance3", index: 2, topics: both},
+				dynamic,
+			},
+			want: map[string]string{
+				"consumer1": "topic1-0, topic1-1, topic2-0",
+				"consumer2": "topic1-2, topic2-1",
+				"consumer3": "topic1-3, topic2-2",
+				dynamic.id:  "topic1-4, topic2-3",
+			},
+		})
+	}
+	// testStaticMemberRangeAssignmentPersistentAfterMemberIdChanges:
+	// consumer5 takes over instance2 and consumer4 instance3, and each
+	// instance keeps its partitions.
+	for _, phase := range []struct {
+		name string
+		ids  [3]string // of instance1, instance2, instance3
+	}{
+		{"before", [3]string{"consumer1", "consumer2", "consumer3"}},
+		{"after", [3]string{"consumer1", "consumer5", "consumer4"}},
+	} {
+		cases = append(cases, paramCase{
+			name:   "testStaticMemberRangeAssignmentPersistentAfterMemberIdChanges/" + phase.name,
+			topics: two(5, 5),
+			members: []kafkaMember{
+				{id: phase.ids[0], instance: "instance1", index: 0, topics: both},
+				{id: phase.ids[1], instance: "instance2", index: 1, topics: both},
+				{id: phase.ids[2], instance: "instance3", index: 2, topics: both},
+			},
+			want: map[string]string{
+				phase.ids[0]: "topic1-0, topic1-1, topic2-0, topic2-1",
+				phase.ids[1]: "topic1-2, topic1-3, topic2-2, topic2-3",
+				phase.ids[2]: "topic1-4, topic2-4",
+			},
+		})
+	}
+
 	for _, tc := range cases {
 		for _, cfg := range []rackConfig{noBrokerRack, noConsumerRack, brokerAndConsumerRack} {
 			t.Run(tc.name+"/"+cfg.String(), func(t *testing.T) {
@@ -223,15 +211,10 @@ func TestRange_KafkaParameterizedCases(t *testing.T) {
 					maxConsumers = 3
 				}
 				req := paramRequest(cfg, maxConsumers, tc.topics, tc.members)
-				for _, opt := range []options{{preferRackAware: true}, {}} {
-					resp, err := assign(req, opt)
-					if err != nil {
-						t.Fatal(err)
-					}
-					checkValid(t, req, resp)
-					if got := render(t, req, resp); !maps.Equal(got, tc.want) {
-						t.Errorf("preferRackAware=%v:\n got %q\nwant %q", opt.preferRackAware, got, tc.want)
-					}
+				for _, opt := range bothPreferences() {
+					t.Run(opt.String(), func(t *testing.T) {
+						assignortest.Expect(t, withOptions(opt), req, tc.want)
+					})
 				}
 			})
 		}
@@ -245,66 +228,43 @@ func TestRange_KafkaParameterizedCases(t *testing.T) {
 // change.
 func TestRange_KafkaRackAwareStaticMembersKeepPartitionsAfterMemberIdChanges(t *testing.T) {
 	both := []string{"topic1", "topic2"}
-	topics := []topicSpec{{"topic1", 5}, {"topic2", 5}}
-	pl := &placement{rf: 2, brokerRacks: []string{"a", "b", "c", "a", "b", "c"}, sameStart: true}
-	cases := []struct {
-		name    string
-		members []memberSpec
-		want    map[string]string
+	topics := []assignortest.TopicSpec{{Name: "topic1", Partitions: 5}, {Name: "topic2", Partitions: 5}}
+	pl := &assignortest.Placement{RF: 2, BrokerRacks: []string{"a", "b", "c", "a", "b", "c"}, SameStart: true}
+	for _, phase := range []struct {
+		name string
+		ids  [3]string // of instance1, instance2, instance3
 	}{
-		{
-			name: "before",
-			members: []memberSpec{
-				{id: "consumer1", instance: "instance1", rack: "a", topics: both},
-				{id: "consumer2", instance: "instance2", rack: "b", topics: both},
-				{id: "consumer3", instance: "instance3", rack: "c", topics: both},
-			},
-			want: map[string]string{
-				"consumer1": "topic1-0, topic1-2, topic2-0, topic2-2",
-				"consumer2": "topic1-1, topic1-3, topic2-1, topic2-3",
-				"consumer3": "topic1-4, topic2-4",
-			},
-		},
-		{
-			name: "after",
-			members: []memberSpec{
-				{id: "consumer1", instance: "instance1", rack: "a", topics: both},
-				{id: "consumer5", instance: "instance2", rack: "b", topics: both},
-				{id: "consumer4", instance: "instance3", rack: "c", topics: both},
-			},
-			want: map[string]string{
-				"consumer1": "topic1-0, topic1-2, topic2-0, topic2-2",
-				"consumer5": "topic1-1, topic1-3, topic2-1, topic2-3",
-				"consumer4": "topic1-4, topic2-4",
-			},
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			req := buildRequest(topics, tc.members, pl)
-			for _, opt := range []options{{preferRackAware: true}, {}} {
-				resp, err := assign(req, opt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkValid(t, req, resp)
-				if got := render(t, req, resp); !maps.Equal(got, tc.want) {
-					t.Errorf("preferRackAware=%v:\n got %q\nwant %q", opt.preferRackAware, got, tc.want)
-				}
+		{"before", [3]string{"consumer1", "consumer2", "consumer3"}},
+		{"after", [3]string{"consumer1", "consumer5", "consumer4"}},
+	} {
+		members := []assignortest.MemberSpec{
+			{ID: phase.ids[0], Instance: "instance1", Rack: "a", Topics: both},
+			{ID: phase.ids[1], Instance: "instance2", Rack: "b", Topics: both},
+			{ID: phase.ids[2], Instance: "instance3", Rack: "c", Topics: both},
+		}
+		want := map[string]string{
+			phase.ids[0]: "topic1-0, topic1-2, topic2-0, topic2-2",
+			phase.ids[1]: "topic1-1, topic1-3, topic2-1, topic2-3",
+			phase.ids[2]: "topic1-4, topic2-4",
+		}
+		req := assignortest.BuildRequest(topics, members, pl)
+		for _, opt := range bothPreferences() {
+			t.Run(phase.name+"/"+opt.String(), func(t *testing.T) {
+				resp := assignortest.Expect(t, withOptions(opt), req, want)
 				if n := rackMismatches(req, resp); n != 0 {
 					t.Errorf("%d partitions off their member's rack, want 0", n)
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
 // rackCase is one call of Kafka's verifyRackAssignment: consumer i is
 // "consumer<i>" on rack consumerRacks[i] ("" for none) subscribing to
-// consumerTopics[i], and replicas follow placement{rf, brokerRacks}.
+// consumerTopics[i], and replicas follow Placement{rf, brokerRacks}.
 type rackCase struct {
 	name           string
-	topics         []topicSpec
+	topics         []assignortest.TopicSpec
 	consumerTopics [][]string
 	rf             int
 	brokerRacks    []string
@@ -316,7 +276,7 @@ type rackCase struct {
 
 // nonRackAware is RangeAssignorTest.verifyNonRackAwareAssignment: the
 // combinations in which rack awareness must not change the classic answer.
-func nonRackAware(name string, topics []topicSpec, consumerTopics [][]string, want []string) []rackCase {
+func nonRackAware(name string, topics []assignortest.TopicSpec, consumerTopics [][]string, want []string) []rackCase {
 	c := func(suffix string, rf int, brokers, consumers []string, prefer bool, mismatches int) rackCase {
 		return rackCase{name + "/nonRackAware/" + suffix, topics, consumerTopics, rf, brokers, consumers, prefer, want, mismatches}
 	}
@@ -335,69 +295,87 @@ func nonRackAware(name string, topics []topicSpec, consumerTopics [][]string, wa
 // checking both the exact assignment and Kafka's count of partitions that
 // are not on their member's rack.
 func TestRange_KafkaRackAwareCases(t *testing.T) {
-	var cases []rackCase
 	all3 := []string{"t1", "t2", "t3"}
+	t672 := []assignortest.TopicSpec{{Name: "t1", Partitions: 6}, {Name: "t2", Partitions: 7}, {Name: "t3", Partitions: 2}}
+	t555 := []assignortest.TopicSpec{{Name: "t1", Partitions: 5}, {Name: "t2", Partitions: 5}, {Name: "t3", Partitions: 5}}
+
+	// Four of Kafka's tests have one shape: three consumers on racks a, b
+	// and c go through verifyNonRackAwareAssignment, then through replication
+	// factors 1 and 2 over those racks, and last with three replicas over
+	// racks a and b only, so that consumer c's rack has no partitions.
+	type outcome struct {
+		want       []string // nil: the classic answer
+		mismatches int
+	}
+	var cases []rackCase
+	for _, k := range []struct {
+		name        string
+		topics      []assignortest.TopicSpec
+		ct          [][]string
+		plain       []string // the classic answer
+		rf1, rf2    outcome
+		rackWithout outcome
+	}{
+		{
+			name:        "testRackAwareAssignmentWithUniformSubscription",
+			topics:      t672,
+			ct:          [][]string{all3, all3, all3},
+			plain:       []string{"t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1", "t1-4, t1-5, t2-5, t2-6"},
+			rf1:         outcome{[]string{"t1-0, t1-3, t2-0, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t3-0", "t1-2, t1-5, t2-2, t2-5, t3-1"}, 0},
+			rf2:         outcome{[]string{"t1-0, t1-2, t2-0, t2-2, t2-3, t3-1", "t1-1, t1-3, t2-1, t2-4, t3-0", "t1-4, t1-5, t2-5, t2-6"}, 1},
+			rackWithout: outcome{nil, 4},
+		},
+		{
+			name:        "testRackAwareAssignmentWithNonEqualSubscription",
+			topics:      t672,
+			ct:          [][]string{all3, all3, {"t1", "t3"}},
+			plain:       []string{"t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0", "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1", "t1-4, t1-5"},
+			rf1:         outcome{[]string{"t1-0, t1-3, t2-0, t2-2, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t2-5, t3-0", "t1-2, t1-5, t3-1"}, 2},
+			rf2:         outcome{[]string{"t1-0, t1-2, t2-0, t2-2, t2-3, t2-5, t3-1", "t1-1, t1-3, t2-1, t2-4, t2-6, t3-0", "t1-4, t1-5"}, 0},
+			rackWithout: outcome{nil, 2},
+		},
+		{
+			// Co-partitioning wins over rack alignment.
+			name:        "testRackAwareAssignmentWithUniformPartitions",
+			topics:      t555,
+			ct:          [][]string{all3, all3, all3},
+			plain:       []string{"t1-0, t1-1, t2-0, t2-1, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t2-4, t3-4"},
+			rf1:         outcome{nil, 10},
+			rf2:         outcome{nil, 5},
+			rackWithout: outcome{nil, 3},
+		},
+		{
+			name:        "testRackAwareAssignmentWithUniformPartitionsNonEqualSubscription",
+			topics:      t555,
+			ct:          [][]string{all3, all3, {"t1", "t3"}},
+			plain:       []string{"t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1", "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3", "t1-4, t3-4"},
+			rf1:         outcome{[]string{"t1-0, t1-1, t2-0, t2-1, t2-4, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t3-4"}, 9},
+			rf2:         outcome{[]string{"t1-2, t2-0, t2-1, t2-3, t3-2", "t1-0, t1-3, t2-2, t2-4, t3-0, t3-3", "t1-1, t1-4, t3-1, t3-4"}, 0},
+			rackWithout: outcome{nil, 2},
+		},
+	} {
+		cases = append(cases, nonRackAware(k.name, k.topics, k.ct, k.plain)...)
+		for _, v := range []struct {
+			suffix string
+			rf     int
+			racks  int
+			o      outcome
+		}{
+			{"rf1", 1, 3, k.rf1},
+			{"rf2", 2, 3, k.rf2},
+			{"consumer on a rack without partitions", 3, 2, k.rackWithout},
+		} {
+			want := v.o.want
+			if want == nil {
+				want = k.plain
+			}
+			cases = append(cases, rackCase{k.name + "/" + v.suffix, k.topics, k.ct, v.rf, racks(v.racks), racks(3), false, want, v.o.mismatches})
+		}
+	}
 
 	{
-		name := "testRackAwareAssignmentWithUniformSubscription"
-		topics := []topicSpec{{"t1", 6}, {"t2", 7}, {"t3", 2}}
-		ct := [][]string{all3, all3, all3}
-		plain := []string{"t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1", "t1-4, t1-5, t2-5, t2-6"}
-		cases = append(cases, nonRackAware(name, topics, ct, plain)...)
-		cases = append(cases,
-			rackCase{name + "/rf1", topics, ct, 1, racks(3), racks(3), false,
-				[]string{"t1-0, t1-3, t2-0, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t3-0", "t1-2, t1-5, t2-2, t2-5, t3-1"}, 0},
-			rackCase{name + "/rf2", topics, ct, 2, racks(3), racks(3), false,
-				[]string{"t1-0, t1-2, t2-0, t2-2, t2-3, t3-1", "t1-1, t1-3, t2-1, t2-4, t3-0", "t1-4, t1-5, t2-5, t2-6"}, 1},
-			rackCase{name + "/consumer on a rack without partitions", topics, ct, 3, racks(2), racks(3), false, plain, 4},
-		)
-	}
-	{
-		name := "testRackAwareAssignmentWithNonEqualSubscription"
-		topics := []topicSpec{{"t1", 6}, {"t2", 7}, {"t3", 2}}
-		ct := [][]string{all3, all3, {"t1", "t3"}}
-		cases = append(cases, nonRackAware(name, topics, ct,
-			[]string{"t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0", "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1", "t1-4, t1-5"})...)
-		cases = append(cases,
-			rackCase{name + "/rf1", topics, ct, 1, racks(3), racks(3), false,
-				[]string{"t1-0, t1-3, t2-0, t2-2, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t2-5, t3-0", "t1-2, t1-5, t3-1"}, 2},
-			rackCase{name + "/rf2", topics, ct, 2, racks(3), racks(3), false,
-				[]string{"t1-0, t1-2, t2-0, t2-2, t2-3, t2-5, t3-1", "t1-1, t1-3, t2-1, t2-4, t2-6, t3-0", "t1-4, t1-5"}, 0},
-			rackCase{name + "/consumer on a rack without partitions", topics, ct, 3, racks(2), racks(3), false,
-				[]string{"t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0", "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1", "t1-4, t1-5"}, 2},
-		)
-	}
-	{
-		// Co-partitioning wins over rack alignment.
-		name := "testRackAwareAssignmentWithUniformPartitions"
-		topics := []topicSpec{{"t1", 5}, {"t2", 5}, {"t3", 5}}
-		ct := [][]string{all3, all3, all3}
-		plain := []string{"t1-0, t1-1, t2-0, t2-1, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t2-4, t3-4"}
-		cases = append(cases, nonRackAware(name, topics, ct, plain)...)
-		cases = append(cases,
-			rackCase{name + "/rf1", topics, ct, 1, racks(3), racks(3), false, plain, 10},
-			rackCase{name + "/rf2", topics, ct, 2, racks(3), racks(3), false, plain, 5},
-			rackCase{name + "/consumer on a rack without partitions", topics, ct, 3, racks(2), racks(3), false, plain, 3},
-		)
-	}
-	{
-		name := "testRackAwareAssignmentWithUniformPartitionsNonEqualSubscription"
-		topics := []topicSpec{{"t1", 5}, {"t2", 5}, {"t3", 5}}
-		ct := [][]string{all3, all3, {"t1", "t3"}}
-		cases = append(cases, nonRackAware(name, topics, ct,
-			[]string{"t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1", "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3", "t1-4, t3-4"})...)
-		cases = append(cases,
-			rackCase{name + "/rf1", topics, ct, 1, racks(3), racks(3), false,
-				[]string{"t1-0, t1-1, t2-0, t2-1, t2-4, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t3-4"}, 9},
-			rackCase{name + "/rf2", topics, ct, 2, racks(3), racks(3), false,
-				[]string{"t1-2, t2-0, t2-1, t2-3, t3-2", "t1-0, t1-3, t2-2, t2-4, t3-0, t3-3", "t1-1, t1-4, t3-1, t3-4"}, 0},
-			rackCase{name + "/consumer on a rack without partitions", topics, ct, 3, racks(2), racks(3), false,
-				[]string{"t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1", "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3", "t1-4, t3-4"}, 2},
-		)
-	}
-	{
 		name := "testRackAwareAssignmentWithCoPartitioning"
-		topics := []topicSpec{{"t1", 6}, {"t2", 6}, {"t3", 2}, {"t4", 2}}
+		topics := []assignortest.TopicSpec{{Name: "t1", Partitions: 6}, {Name: "t2", Partitions: 6}, {Name: "t3", Partitions: 2}, {Name: "t4", Partitions: 2}}
 		consumerRacks := []string{"a", "b", "b", "a"}
 		ct := [][]string{{"t1", "t2"}, {"t1", "t2"}, {"t3", "t4"}, {"t3", "t4"}}
 		plain := []string{"t1-0, t1-1, t1-2, t2-0, t2-1, t2-2", "t1-3, t1-4, t1-5, t2-3, t2-4, t2-5", "t3-0, t4-0", "t3-1, t4-1"}
@@ -422,7 +400,10 @@ func TestRange_KafkaRackAwareCases(t *testing.T) {
 	{
 		// t7, t8 and t9 do not exist.
 		name := "testCoPartitionedAssignmentWithSameSubscription"
-		topics := []topicSpec{{"t1", 6}, {"t2", 6}, {"t3", 2}, {"t4", 2}, {"t5", 4}, {"t6", 4}}
+		topics := []assignortest.TopicSpec{
+			{Name: "t1", Partitions: 6}, {Name: "t2", Partitions: 6}, {Name: "t3", Partitions: 2},
+			{Name: "t4", Partitions: 2}, {Name: "t5", Partitions: 4}, {Name: "t6", Partitions: 4},
+		}
 		list := []string{"t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"}
 		ct := [][]string{list, list, list}
 		plain := []string{
@@ -443,23 +424,16 @@ func TestRange_KafkaRackAwareCases(t *testing.T) {
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			members := make([]memberSpec, len(tc.consumerTopics))
+			members := make([]assignortest.MemberSpec, len(tc.consumerTopics))
 			want := map[string]string{}
 			for i := range members {
 				id := "consumer" + string(rune('0'+i))
-				members[i] = memberSpec{id: id, rack: tc.consumerRacks[i], topics: tc.consumerTopics[i]}
+				members[i] = assignortest.MemberSpec{ID: id, Rack: tc.consumerRacks[i], Topics: tc.consumerTopics[i]}
 				want[id] = tc.want[i]
 			}
-			req := buildRequest(tc.topics, members, &placement{rf: tc.rf, brokerRacks: tc.brokerRacks})
-			resp, err := assign(req, options{preferRackAware: tc.prefer})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkValid(t, req, resp)
-			checkTopicBalance(t, req, resp)
-			if got := render(t, req, resp); !maps.Equal(got, want) {
-				t.Errorf("\n got %q\nwant %q", got, want)
-			}
+			req := assignortest.BuildRequest(tc.topics, members, &assignortest.Placement{RF: tc.rf, BrokerRacks: tc.brokerRacks})
+			resp := assignortest.Expect(t, withOptions(options{preferRackAware: tc.prefer}), req, want)
+			assignortest.CheckTopicBalance(t, req, resp)
 			if tc.mismatches >= 0 {
 				if n := rackMismatches(req, resp); n != tc.mismatches {
 					t.Errorf("%d partitions off their member's rack, Kafka counts %d", n, tc.mismatches)

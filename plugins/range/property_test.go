@@ -5,105 +5,18 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
+	"github.com/wasmassign/wasmassign/plugins/internal/assignortest"
+	"github.com/wasmassign/wasmassign/plugins/internal/groupview"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
-// randomRequest makes a random group. Partition counts come from a short
-// list so that topics with equal counts, and so co-partitioned topics, are
-// common; identical subscriptions are common for the same reason. Some
-// groups have many topics with sparse subscriptions. Topic names are in
-// random order relative to the topic table. With
-// racks, brokers and members get racks (some none), and replicas are placed
-// at random, sometimes not at all.
-func randomRequest(r *rand.Rand, withRacks bool) *abi.Request {
-	req := &abi.Request{}
-	counts := []int32{0, 1, 2, 3, 4, 4, 6, 6, 8, 12, 25}
-	nt, density := 1+r.IntN(8), 2
-	if r.IntN(5) == 0 {
-		// Many topics, few per member.
-		nt, density = 20+r.IntN(40), 12
-	}
-	for i := range nt {
-		// Names in random order relative to the table.
-		t := abi.Topic{Name: fmt.Sprintf("%c%d", 'a'+r.IntN(26), i)}
-		if r.IntN(10) > 0 {
-			t.Exists = true
-			t.PartitionCount = counts[r.IntN(len(counts))]
-		}
-		req.Topics = append(req.Topics, t)
-	}
-	if withRacks {
-		nb := 1 + r.IntN(6)
-		for b := range nb {
-			rack := ""
-			if r.IntN(5) > 0 {
-				rack = string(rune('a' + r.IntN(4)))
-			}
-			req.Brokers = append(req.Brokers, abi.Broker{ID: int32(b + 1), Rack: rack})
-		}
-		sets := map[string]uint32{}
-		for ti := range req.Topics {
-			t := &req.Topics[ti]
-			if !t.Exists || r.IntN(10) == 0 {
-				continue
-			}
-			rf := 1 + r.IntN(min(3, nb))
-			for range t.PartitionCount {
-				replicas := make([]int32, 0, rf)
-				for _, b := range r.Perm(nb)[:rf] {
-					replicas = append(replicas, int32(b+1))
-				}
-				key := fmt.Sprint(replicas)
-				rs, ok := sets[key]
-				if !ok {
-					rs = uint32(len(req.ReplicaSets))
-					sets[key] = rs
-					req.ReplicaSets = append(req.ReplicaSets, replicas)
-				}
-				t.Partitions = append(t.Partitions, abi.Partition{Leader: replicas[0], Replicas: rs, ISR: rs})
-			}
-		}
-	}
-	nm := 1 + r.IntN(12)
-	uniform := r.IntN(2) == 0
-	var shared []int32
-	for ti := range nt {
-		if r.IntN(3) > 0 {
-			shared = append(shared, int32(ti))
-		}
-	}
-	ids := r.Perm(1000)
-	for i := range nm {
-		m := abi.Member{MemberID: fmt.Sprintf("m%03d", ids[i]), OwnedGeneration: -1}
-		if r.IntN(3) == 0 {
-			m.InstanceID = fmt.Sprintf("i%03d", ids[len(ids)-1-i])
-		}
-		if withRacks && r.IntN(10) < 7 {
-			m.Rack = string(rune('a' + r.IntN(5)))
-		}
-		if uniform {
-			m.Topics = slices.Clone(shared)
-		} else {
-			for ti := range nt {
-				if r.IntN(density) == 0 {
-					m.Topics = append(m.Topics, int32(ti))
-				}
-			}
-		}
-		req.Members = append(req.Members, m)
-	}
-	return req
-}
-
 // referenceRange is a deliberately plain model of Kafka's RangeAssignor
 // (KIP-881 included), written for clarity with maps and sets the way Kafka's
-// source reads, against which the optimised package is checked. It returns
-// member id -> topic name -> partitions.
-func referenceRange(req *abi.Request, prefer bool) map[string]map[string][]int32 {
+// source reads, against which the optimised package is checked.
+func referenceRange(req *abi.Request, prefer bool) assignortest.Plan {
 	type state struct {
 		topic     string
 		consumers []string // Kafka order
@@ -114,16 +27,15 @@ func referenceRange(req *abi.Request, prefer bool) map[string]map[string][]int32
 		assigned  map[string]int
 		base, rem int
 	}
-	type member struct{ id, instance, rack string }
-	byID := map[string]member{}
-	out := map[string]map[string][]int32{}
-	topicConsumers := map[string][]member{}
-	for _, m := range req.Members {
-		byID[m.MemberID] = member{m.MemberID, m.InstanceID, m.Rack}
+	rackOf := map[string]string{}
+	out := assignortest.Plan{}
+	topicConsumers := map[string][]string{} // Kafka order
+	for _, m := range assignortest.KafkaSorted(req.Members) {
+		rackOf[m.MemberID] = m.Rack
 		out[m.MemberID] = map[string][]int32{}
 		for _, t := range m.Topics {
 			name := req.Topics[t].Name
-			topicConsumers[name] = append(topicConsumers[name], byID[m.MemberID])
+			topicConsumers[name] = append(topicConsumers[name], m.MemberID)
 		}
 	}
 	brokerRack := map[int32]string{}
@@ -136,24 +48,11 @@ func referenceRange(req *abi.Request, prefer bool) map[string]map[string][]int32
 		if !t.Exists || t.PartitionCount == 0 || len(cs) == 0 {
 			continue
 		}
-		sort.SliceStable(cs, func(i, j int) bool {
-			a, b := cs[i], cs[j]
-			switch {
-			case a.instance != "" && b.instance != "":
-				return a.instance < b.instance
-			case a.instance != "":
-				return true
-			case b.instance != "":
-				return false
-			}
-			return a.id < b.id
-		})
-		s := &state{topic: t.Name, assigned: map[string]int{}}
+		s := &state{topic: t.Name, consumers: cs, assigned: map[string]int{}}
 		consumerRacks := map[string]bool{}
 		for _, c := range cs {
-			s.consumers = append(s.consumers, c.id)
-			if c.rack != "" {
-				consumerRacks[c.rack] = true
+			if rk := rackOf[c]; rk != "" {
+				consumerRacks[rk] = true
 			}
 		}
 		n := int(t.PartitionCount)
@@ -200,7 +99,7 @@ func referenceRange(req *abi.Request, prefer bool) map[string]map[string][]int32
 		return max(n, 0)
 	}
 	racksMatch := func(s *state, c string, p int) bool {
-		rk := byID[c].rack
+		rk := rackOf[c]
 		return rk == "" || s.racks[p][rk]
 	}
 	give := func(s *state, c string, ps []int) {
@@ -288,25 +187,6 @@ func referenceRange(req *abi.Request, prefer bool) map[string]map[string][]int32
 	return out
 }
 
-// asMap turns a response into member id -> topic name -> partitions.
-func asMap(req *abi.Request, resp *abi.Response) map[string]map[string][]int32 {
-	out := map[string]map[string][]int32{}
-	for _, ma := range resp.Members {
-		m := map[string][]int32{}
-		for _, tp := range ma.Partitions {
-			m[req.Topics[tp.Topic].Name] = tp.Partitions
-		}
-		out[req.Members[ma.Member].MemberID] = m
-	}
-	return out
-}
-
-func sameAssignment(a, b map[string]map[string][]int32) bool {
-	return maps.EqualFunc(a, b, func(x, y map[string][]int32) bool {
-		return maps.EqualFunc(x, y, slices.Equal[[]int32])
-	})
-}
-
 // TestRange_MatchesPlainModelOfKafka compares the package with
 // referenceRange on random groups, with and without racks, with and without
 // preferRackAwareLogic.
@@ -315,14 +195,11 @@ func TestRange_MatchesPlainModelOfKafka(t *testing.T) {
 	rackMode := 0
 	for i := range 600 {
 		withRacks := i%4 != 0
-		req := randomRequest(r, withRacks)
+		req := assignortest.RandomGroup(r, rangeShape(withRacks))
 		for _, opt := range []options{{}, {preferRackAware: true}} {
-			resp, err := assign(req, opt)
-			if err != nil {
-				t.Fatalf("scenario %d: %v", i, err)
-			}
+			resp := assignortest.Run(t, withOptions(opt), req)
 			want := referenceRange(req, opt.preferRackAware)
-			if got := asMap(req, resp); !sameAssignment(got, want) {
+			if got := assignortest.AsPlan(req, resp); !got.Equal(want) {
 				t.Fatalf("scenario %d (prefer=%v): \n got %v\nwant %v\nrequest %+v", i, opt.preferRackAware, got, want, req)
 			}
 		}
@@ -338,51 +215,27 @@ func TestRange_MatchesPlainModelOfKafka(t *testing.T) {
 
 // usesRackMode reports whether Kafka would run the rack-aware passes on req.
 func usesRackMode(req *abi.Request) bool {
-	order := memberOrder(req.Members)
-	subs, err := subscribersOf(req, order)
+	v, err := groupview.New(req)
 	if err != nil {
 		return false
 	}
-	rv, err := newRackView(req, order, &subs, assignableTopics(req, &subs), options{})
+	rv, err := newRackView(req, v, options{})
 	return err == nil && rv != nil
 }
 
 // TestRange_ValidAndBalancedPerTopic checks, on random groups, that every
-// subscribed partition goes to exactly one subscriber and that each topic's
-// subscribers hold counts within one of each other, rack mode or not.
+// subscribed partition goes to exactly one subscriber, that each topic's
+// subscribers hold counts within one of each other, and that members'
+// partition slices, which share a backing array, cannot overwrite each
+// other through append, rack mode or not.
 func TestRange_ValidAndBalancedPerTopic(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 881))
 	for i := range 400 {
-		req := randomRequest(r, i%2 == 0)
-		resp, err := Assign(req)
-		if err != nil {
-			t.Fatalf("scenario %d: %v", i, err)
-		}
-		checkValid(t, req, resp)
-		checkTopicBalance(t, req, resp)
+		req := assignortest.RandomGroup(r, rangeShape(i%2 == 0))
+		resp := assignortest.Run(t, Assign, req)
+		assignortest.CheckTopicBalance(t, req, resp)
+		assignortest.CheckAppendSafe(t, req, resp)
 	}
-}
-
-// shuffled returns req with its member and topic tables in a random order,
-// every topic reference remapped, so that it describes the same group.
-func shuffled(r *rand.Rand, req *abi.Request) *abi.Request {
-	out := *req
-	perm := r.Perm(len(req.Topics)) // old index -> new index
-	out.Topics = make([]abi.Topic, len(req.Topics))
-	for old, nw := range perm {
-		out.Topics[nw] = req.Topics[old]
-	}
-	out.Members = make([]abi.Member, len(req.Members))
-	for i, old := range r.Perm(len(req.Members)) {
-		m := req.Members[old]
-		m.Topics = make([]int32, len(req.Members[old].Topics))
-		for j, t := range req.Members[old].Topics {
-			m.Topics[j] = int32(perm[t])
-		}
-		slices.Sort(m.Topics)
-		out.Members[i] = m
-	}
-	return &out
 }
 
 // TestRange_SameResultWhateverTheRequestOrder checks that the assignment
@@ -391,19 +244,12 @@ func shuffled(r *rand.Rand, req *abi.Request) *abi.Request {
 func TestRange_SameResultWhateverTheRequestOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 881))
 	for i := range 300 {
-		req := randomRequest(r, i%2 == 0)
-		want, err := Assign(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := assignortest.RandomGroup(r, rangeShape(i%2 == 0))
+		want := assignortest.AsPlan(req, assignortest.Run(t, Assign, req))
 		for range 3 {
-			req2 := shuffled(r, req)
-			got, err := Assign(req2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !sameAssignment(asMap(req2, got), asMap(req, want)) {
-				t.Fatalf("scenario %d: shuffling the request changed the assignment:\n got %v\nwant %v", i, asMap(req2, got), asMap(req, want))
+			req2 := assignortest.Shuffled(r, req)
+			if got := assignortest.AsPlan(req2, assignortest.Run(t, Assign, req2)); !got.Equal(want) {
+				t.Fatalf("scenario %d: shuffling the request changed the assignment:\n got %v\nwant %v", i, got, want)
 			}
 		}
 	}

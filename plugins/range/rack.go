@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/wasmassign/wasmassign/plugins/internal/groupview"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
@@ -27,18 +28,14 @@ type rackView struct {
 	psetStart []int32 // where the topic's partitions start in pset
 	pset      []int32 // rack set id per partition
 
-	lists *subscriberLists
-}
-
-func (rv *rackView) subsOf(t int32) []int32 {
-	return rv.lists.of(t)
+	subs *groupview.Subscribers
 }
 
 // newRackView returns the rack view of req, or nil when Kafka would not use
 // rack-aware assignment at all: no member has a rack, or no topic has a
 // subscriber whose rack hosts some of its replicas while its partitions'
 // replica racks differ.
-func newRackView(req *abi.Request, order []int32, subs *subscribers, byName []int32, opt options) (*rackView, error) {
+func newRackView(req *abi.Request, v *groupview.View, opt options) (*rackView, error) {
 	rackID := make(map[string]int32)
 	memberRack := make([]int32, len(req.Members))
 	for m := range req.Members {
@@ -106,7 +103,7 @@ func newRackView(req *abi.Request, order []int32, subs *subscribers, byName []in
 	rv.needs = make([]bool, nt)
 	rv.psetStart = make([]int32, nt)
 	total := 0
-	for _, t := range byName {
+	for _, t := range v.ByName {
 		total += int(req.Topics[t].PartitionCount)
 	}
 	rv.pset = make([]int32, 0, total)
@@ -116,11 +113,11 @@ func newRackView(req *abi.Request, order []int32, subs *subscribers, byName []in
 	// overlap with them has been checked already.
 	stamp := make([]int32, rv.nRacks)
 	seen := make([]int32, len(rv.sets))
-	rv.lists = subs.lists(req, order)
+	rv.subs = v.Subscribers()
 	used := false
-	for _, t := range byName {
+	for _, t := range v.ByName {
 		mark := t + 1
-		for _, m := range rv.subsOf(t) {
+		for _, m := range rv.subs.Of(t) {
 			if r := memberRack[m]; r >= 0 {
 				stamp[r] = mark
 				rv.rackSub[t] = true
@@ -192,12 +189,9 @@ type coGroup struct {
 	subs   []int32 // member indices in Kafka order; a subscriber's slot is its index here
 	topics []int32
 
-	// Once solved: slot s owns ids[start[s]:start[s]+count[s]], ascending,
-	// and owners slots own at least one partition.
-	count  []int32
-	start  []int32
-	ids    []int32
-	owners int
+	// Once solved: slot s owns the window s of win in ids, ascending.
+	win *groupview.Windows
+	ids []int32
 }
 
 // quota is Kafka's per-topic range quota: every subscriber may take base
@@ -228,12 +222,12 @@ func (q *quota) add(s, n int32) {
 }
 
 // layout solves every group and lays out the result.
-func (rv *rackView) layout(req *abi.Request, byName []int32) (*layout, error) {
-	lay := newLayout(req, byName)
+func (rv *rackView) layout(req *abi.Request, v *groupview.View) (*groupview.Layout, error) {
+	lay := v.NewLayout()
 	var groups []*coGroup
 	buckets := make(map[uint64][]int32)
-	for _, t := range byName {
-		list := rv.subsOf(t)
+	for _, t := range v.ByName {
+		list := rv.subs.Of(t)
 		p := req.Topics[t].PartitionCount
 		h := groupHash(p, list)
 		var g *coGroup
@@ -249,16 +243,13 @@ func (rv *rackView) layout(req *abi.Request, byName []int32) (*layout, error) {
 			groups = append(groups, g)
 		}
 		g.topics = append(g.topics, t)
-		lay.topics[t].group = g
 	}
 	for _, g := range groups {
 		if err := rv.solve(req, g); err != nil {
 			return nil, err
 		}
 		for _, t := range g.topics {
-			base := lay.topics[t].base
-			copy(lay.ids[base:base+g.p], g.ids)
-			lay.entries += g.owners
+			copy(lay.Place(t, g.win), g.ids)
 		}
 	}
 	return lay, nil
@@ -293,17 +284,8 @@ func (rv *rackView) solve(req *abi.Request, g *coGroup) error {
 	}
 	plainRanges(&q, owner)
 
-	g.count = q.count
-	g.start = make([]int32, s)
-	off := int32(0)
-	for i, c := range q.count {
-		g.start[i] = off
-		off += c
-		if c > 0 {
-			g.owners++
-		}
-	}
-	next := slices.Clone(g.start)
+	g.win = groupview.NewWindows(q.count)
+	next := slices.Clone(g.win.Start)
 	g.ids = make([]int32, g.p)
 	for p, o := range owner {
 		if o < 0 {

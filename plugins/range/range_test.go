@@ -1,25 +1,15 @@
 package rangeassignor
 
 import (
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/wasmassign/wasmassign/plugins/internal/assignortest"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
 func TestRange_InfoDeclaresRangeForBothModes(t *testing.T) {
-	info := Info()
-	if info.Name != "range" || !slices.Equal(info.Protocols, []string{"range"}) {
-		t.Errorf("name %q protocols %q, want range [range]", info.Name, info.Protocols)
-	}
-	if !info.Modes.Has(abi.Eager) || !info.Modes.Has(abi.Cooperative) {
-		t.Errorf("modes %v, want eager and cooperative", info.Modes.Strings())
-	}
-	if info.MayLeaveUnassigned || info.Version == "" || info.Description == "" || strings.Contains(info.Description, "\n") {
-		t.Errorf("info %+v: want a version, a one-line description and no unassigned partitions", info)
-	}
+	assignortest.CheckInfo(t, Info(), "range", []string{"range"})
 }
 
 func TestRange_RejectsMalformedRequests(t *testing.T) {
@@ -61,17 +51,10 @@ func TestRange_RejectsMalformedRequests(t *testing.T) {
 // TestRange_TopicListedTwiceCountsOnce: Kafka's subscription is a list, but a
 // member subscribing to a topic twice must not get a double share.
 func TestRange_TopicListedTwiceCountsOnce(t *testing.T) {
-	req := buildRequest([]topicSpec{{"t", 4}}, []memberSpec{{id: "a", topics: []string{"t"}}, {id: "b", topics: []string{"t"}}}, nil)
+	req := assignortest.BuildRequest([]assignortest.TopicSpec{{Name: "t", Partitions: 4}},
+		[]assignortest.MemberSpec{{ID: "a", Topics: []string{"t"}}, {ID: "b", Topics: []string{"t"}}}, nil)
 	req.Members[0].Topics = append(req.Members[0].Topics, req.Members[0].Topics...)
-	resp, err := Assign(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkValid(t, req, resp)
-	want := map[string]string{"a": "t-0, t-1", "b": "t-2, t-3"}
-	if got := render(t, req, resp); !maps.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
-	}
+	assignortest.Expect(t, Assign, req, map[string]string{"a": "t-0, t-1", "b": "t-2, t-3"})
 }
 
 // TestRange_ReplicasWithoutKnownRackDoNotMatch: a replica on a broker with no
@@ -89,42 +72,7 @@ func TestRange_ReplicasWithoutKnownRackDoNotMatch(t *testing.T) {
 			{MemberID: "m2", Rack: "a", Topics: []int32{0}},
 		},
 	}
-	resp, err := Assign(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkValid(t, req, resp)
 	// m1 (rack b) takes t-2 in the rack pass, m2 (rack a) takes t-1 and t-3;
 	// m1 then gets the rackless t-0 in the plain pass.
-	want := map[string]string{"m1": "t-0, t-2", "m2": "t-1, t-3"}
-	if got := render(t, req, resp); !maps.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
-// TestRange_MembersDoNotShareWritableMemory: members' partition slices share
-// a backing array, so appending to one must not overwrite another's.
-func TestRange_MembersDoNotShareWritableMemory(t *testing.T) {
-	for _, withRacks := range []bool{false, true} {
-		members := []memberSpec{{id: "a", rack: "a", topics: []string{"t"}}, {id: "b", rack: "b", topics: []string{"t"}}}
-		pl := &placement{rf: 1, brokerRacks: []string{"a", "b"}}
-		if !withRacks {
-			pl = nil
-		}
-		req := buildRequest([]topicSpec{{"t", 6}}, members, pl)
-		resp, err := Assign(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := render(t, req, resp)
-		for i := range resp.Members {
-			for j := range resp.Members[i].Partitions {
-				tp := &resp.Members[i].Partitions[j]
-				_ = append(tp.Partitions, -1)
-			}
-		}
-		if after := render(t, req, resp); !maps.Equal(before, after) {
-			t.Errorf("racks=%v: appending to one member's partitions changed another's: %q -> %q", withRacks, before, after)
-		}
-	}
+	assignortest.Expect(t, Assign, req, map[string]string{"m1": "t-0, t-2", "m2": "t-1, t-3"})
 }

@@ -1,8 +1,11 @@
 // Package roundrobin is Apache Kafka's RoundRobinAssignor over the wasmassign
 // ABI model. The same code runs natively in tests and benchmarks and, wrapped
 // by the main package in wasm/, as a wasm plugin. It must import only the
-// standard library and sdk/go/abi: no os, no net, no wazero, no franz-go, so
-// that it compiles for GOOS=wasip1 and stays a pure function of its request.
+// standard library, sdk/go/abi and plugins/internal/groupview: no os, no
+// net, no wazero, no franz-go, so that it compiles for GOOS=wasip1 and stays
+// a pure function of its request. groupview, shared with the range
+// assignor, reads the group the way Kafka's assignors do and writes the
+// response; this package decides who takes what.
 //
 // # What it reproduces
 //

@@ -1,72 +1,36 @@
 package roundrobin
 
 import (
-	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"testing"
 
+	"github.com/wasmassign/wasmassign/plugins/internal/assignortest"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
-// randomRequest makes a random group: some topics missing or empty, some
-// static members, identical or mixed subscriptions, and sometimes many
-// topics with sparse subscriptions. Topic names are in random order relative
-// to the topic table.
-func randomRequest(r *rand.Rand) *abi.Request {
-	req := &abi.Request{}
-	nt, density := 1+r.IntN(10), 2
-	if r.IntN(4) == 0 {
-		nt, density = 20+r.IntN(40), 12
+// roundRobinShape is what this package's random tests draw: some topics
+// missing or empty, identical subscriptions in one group of three, and one
+// group in four with many topics and sparse subscriptions.
+func roundRobinShape() assignortest.Shape {
+	return assignortest.Shape{
+		Topics:          10,
+		SparseOneIn:     4,
+		MissingOneIn:    8,
+		PartitionCounts: assignortest.Below(30),
+		Members:         15,
+		UniformOneIn:    3,
 	}
-	for i := range nt {
-		t := abi.Topic{Name: fmt.Sprintf("%c%d", 'a'+r.IntN(26), i)}
-		if r.IntN(8) > 0 {
-			t.Exists = true
-			t.PartitionCount = int32(r.IntN(30))
-		}
-		req.Topics = append(req.Topics, t)
-	}
-	nm := 1 + r.IntN(15)
-	uniform := r.IntN(3) == 0
-	ids := r.Perm(1000)
-	for i := range nm {
-		m := abi.Member{MemberID: fmt.Sprintf("m%03d", ids[i]), OwnedGeneration: -1}
-		if r.IntN(3) == 0 {
-			m.InstanceID = fmt.Sprintf("i%03d", ids[len(ids)-1-i])
-		}
-		for ti := range nt {
-			if uniform || r.IntN(density) == 0 {
-				m.Topics = append(m.Topics, int32(ti))
-			}
-		}
-		req.Members = append(req.Members, m)
-	}
-	return req
 }
 
 // referenceRoundRobin is a literal model of Kafka's RoundRobinAssignor: sort
 // the members, lay out every partition by topic name, and walk a circular
-// iterator, skipping members that do not subscribe. It returns member id ->
-// topic name -> partitions.
-func referenceRoundRobin(req *abi.Request) map[string]map[string][]int32 {
-	members := slices.Clone(req.Members)
-	sort.SliceStable(members, func(i, j int) bool {
-		a, b := members[i], members[j]
-		switch {
-		case a.InstanceID != "" && b.InstanceID != "":
-			return a.InstanceID < b.InstanceID
-		case a.InstanceID != "":
-			return true
-		case b.InstanceID != "":
-			return false
-		}
-		return a.MemberID < b.MemberID
-	})
+// iterator, skipping members that do not subscribe.
+func referenceRoundRobin(req *abi.Request) assignortest.Plan {
+	members := assignortest.KafkaSorted(req.Members)
 	subscribed := map[string]map[string]bool{}
-	out := map[string]map[string][]int32{}
+	out := assignortest.Plan{}
 	topics := map[string]bool{}
 	for _, m := range members {
 		subscribed[m.MemberID] = map[string]bool{}
@@ -96,27 +60,19 @@ func referenceRoundRobin(req *abi.Request) map[string]map[string][]int32 {
 	return out
 }
 
-func sameAssignment(a, b map[string]map[string][]int32) bool {
-	return maps.EqualFunc(a, b, func(x, y map[string][]int32) bool {
-		return maps.EqualFunc(x, y, slices.Equal[[]int32])
-	})
-}
-
 // TestRoundRobin_MatchesLiteralModelOfKafka compares the package, which
 // jumps straight to each partition's owner, with a member-by-member walk of
-// Kafka's circular iterator.
+// Kafka's circular iterator. It also checks that members' partition slices,
+// which share a backing array, cannot overwrite each other through append.
 func TestRoundRobin_MatchesLiteralModelOfKafka(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 54))
 	for i := range 600 {
-		req := randomRequest(r)
-		resp, err := Assign(req)
-		if err != nil {
-			t.Fatalf("scenario %d: %v", i, err)
-		}
-		checkValid(t, req, resp)
-		if got, want := asMap(req, resp), referenceRoundRobin(req); !sameAssignment(got, want) {
+		req := assignortest.RandomGroup(r, roundRobinShape())
+		resp := assignortest.Run(t, Assign, req)
+		if got, want := assignortest.AsPlan(req, resp), referenceRoundRobin(req); !got.Equal(want) {
 			t.Fatalf("scenario %d:\n got %v\nwant %v", i, got, want)
 		}
+		assignortest.CheckAppendSafe(t, req, resp)
 	}
 }
 
@@ -125,53 +81,13 @@ func TestRoundRobin_MatchesLiteralModelOfKafka(t *testing.T) {
 // most one.
 func TestRoundRobin_IdenticalSubscriptionsBalanceWithinOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 54))
-	for i := range 300 {
-		req := randomRequest(r)
+	for range 300 {
+		req := assignortest.RandomGroup(r, roundRobinShape())
 		for m := range req.Members {
 			req.Members[m].Topics = req.Members[0].Topics
 		}
-		resp, err := Assign(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkValid(t, req, resp)
-		lo, hi := -1, 0
-		for _, ma := range resp.Members {
-			n := 0
-			for _, tp := range ma.Partitions {
-				n += len(tp.Partitions)
-			}
-			if lo < 0 || n < lo {
-				lo = n
-			}
-			hi = max(hi, n)
-		}
-		if hi-lo > 1 {
-			t.Fatalf("scenario %d: members hold between %d and %d partitions", i, lo, hi)
-		}
+		assignortest.CheckMemberBalance(t, assignortest.Run(t, Assign, req))
 	}
-}
-
-// shuffled returns req with its member and topic tables in a random order,
-// every topic reference remapped, so that it describes the same group.
-func shuffled(r *rand.Rand, req *abi.Request) *abi.Request {
-	out := *req
-	perm := r.Perm(len(req.Topics)) // old index -> new index
-	out.Topics = make([]abi.Topic, len(req.Topics))
-	for old, nw := range perm {
-		out.Topics[nw] = req.Topics[old]
-	}
-	out.Members = make([]abi.Member, len(req.Members))
-	for i, old := range r.Perm(len(req.Members)) {
-		m := req.Members[old]
-		m.Topics = make([]int32, len(req.Members[old].Topics))
-		for j, t := range req.Members[old].Topics {
-			m.Topics[j] = int32(perm[t])
-		}
-		slices.Sort(m.Topics)
-		out.Members[i] = m
-	}
-	return &out
 }
 
 // TestRoundRobin_SameResultWhateverTheRequestOrder checks that the
@@ -180,20 +96,12 @@ func shuffled(r *rand.Rand, req *abi.Request) *abi.Request {
 func TestRoundRobin_SameResultWhateverTheRequestOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 54))
 	for i := range 300 {
-		req := randomRequest(r)
-		want, err := Assign(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		req := assignortest.RandomGroup(r, roundRobinShape())
+		want := assignortest.AsPlan(req, assignortest.Run(t, Assign, req))
 		for range 3 {
-			req2 := shuffled(r, req)
-			got, err := Assign(req2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkValid(t, req2, got)
-			if !sameAssignment(asMap(req2, got), asMap(req, want)) {
-				t.Fatalf("scenario %d: shuffling the request changed the assignment:\n got %v\nwant %v", i, asMap(req2, got), asMap(req, want))
+			req2 := assignortest.Shuffled(r, req)
+			if got := assignortest.AsPlan(req2, assignortest.Run(t, Assign, req2)); !got.Equal(want) {
+				t.Fatalf("scenario %d: shuffling the request changed the assignment:\n got %v\nwant %v", i, got, want)
 			}
 		}
 	}

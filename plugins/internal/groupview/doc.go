@@ -1,0 +1,28 @@
+// Package groupview is a consumer group as Kafka's client-side assignors see
+// it: the members in Kafka's order, who subscribes to which topic, which
+// topics have partitions to hand out and in what order, and, once an
+// assignor has decided who takes what, the abi.Response that says so. The
+// built-in assignors (plugins/range, plugins/roundrobin) are written on top
+// of it, so that each of these rules is stated once.
+//
+// It is linked into the wasm plugins, so it must compile for GOOS=wasip1 and
+// import only sdk/go/abi and the standard library: no os, no net, no
+// wazero, no franz-go, and nothing else of this repository. It never imports
+// plugins/internal/assignortest, which is for tests.
+//
+// # Slots
+//
+// A member's slot in a topic is its position among that topic's
+// subscribers, in Kafka's member order. Assignors decide per slot, never per
+// member id: View records the slot of every (member, subscribed topic) pair
+// as it reads the request, so neither deciding nor writing the response
+// looks anything up by name.
+//
+// # How it stays fast
+//
+// The target size is 2,000 members over 1,000,000 partitions. Nothing here
+// allocates per partition beyond one int32, and nothing walks the partitions
+// of a topic per member: a Layout keeps every partition id in one flat
+// buffer, each slot's share is a window of it, and the response points into
+// that buffer rather than copying it.
+package groupview
