@@ -11,6 +11,7 @@ import (
 
 	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/plugins/builtin"
+	"github.com/wasmassign/wasmassign/plugins/leaderrack"
 	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
 	"github.com/wasmassign/wasmassign/plugins/roundrobin"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
@@ -126,8 +127,9 @@ func TestBuiltins_WasmAnswersLikeNative(t *testing.T) {
 		t.Fatal(err)
 	}
 	natives := map[string]func(*abi.Request) (*abi.Response, error){
-		"range":      rangeassignor.Assign,
-		"roundrobin": roundrobin.Assign,
+		"range":         rangeassignor.Assign,
+		"roundrobin":    roundrobin.Assign,
+		leaderrack.Name: leaderrack.Assign,
 	}
 	rng := rand.New(rand.NewPCG(7, 11))
 	for name, native := range natives {

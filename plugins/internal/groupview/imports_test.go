@@ -39,6 +39,7 @@ func TestImports_PluginsKeepTheirLayering(t *testing.T) {
 		{".", func(p string) bool { return pureStd(p) || p == abiPath }},
 		{"../../range", func(p string) bool { return pureStd(p) || p == abiPath || p == groupviewPath }},
 		{"../../roundrobin", func(p string) bool { return pureStd(p) || p == abiPath || p == groupviewPath }},
+		{"../../leaderrack", func(p string) bool { return pureStd(p) || p == abiPath || p == groupviewPath }},
 		{"../assignortest", func(p string) bool {
 			return p != groupviewPath && !strings.HasPrefix(p, module+"/plugins/range") && !strings.HasPrefix(p, module+"/plugins/roundrobin")
 		}},
