@@ -1,0 +1,114 @@
+// Package sticky is Apache Kafka's StickyAssignor (protocol "sticky", eager)
+// and CooperativeStickyAssignor (protocol "cooperative-sticky"), including
+// their KIP-881 rack awareness, over the wasmassign ABI model. The same code
+// runs natively in tests and benchmarks and, wrapped by the main package in
+// wasm/, as one wasm plugin that provides both assignors. It must import only
+// the standard library and sdk/go/abi: no os, no net, no wazero, no franz-go,
+// so that it compiles for GOOS=wasip1 and stays a pure function of its
+// request.
+//
+// # What it guarantees
+//
+// Kafka's sticky output depends in places on Java HashMap iteration order, so
+// this package reproduces Kafka's guarantees rather than its exact bytes:
+//
+//   - Validity: a member only receives partitions of topics it subscribes
+//     to, no partition goes to two members, and every partition of a topic
+//     with at least one subscriber is assigned.
+//   - Balance, as Kafka's isBalanced defines it: no member holds two or more
+//     partitions more than another member that subscribes to the topic of one
+//     of them. With identical subscriptions that means counts differ by at
+//     most one.
+//   - Balance before stickiness, and stickiness: a partition stays with the
+//     member that owned it unless balance (or, in rack mode, rack alignment)
+//     needs it elsewhere. With identical subscriptions no more partitions move
+//     than balance requires.
+//   - No two-cycles: no partition of a topic moves from A to B while another
+//     partition of the same topic moves from B to A (outside rack mode, where
+//     realigning racks may swap partitions on purpose).
+//
+// # Where previous ownership comes from
+//
+// "sticky" reads StickyAssignor's user data (Kafka protocol encoding,
+// big-endian): an array of {topic string, partitions []int32}, followed in v1
+// by an int32 generation. User data that does not decode counts as no
+// ownership. It writes the same v1 structure, with the request's generation,
+// into every member's assignment user data.
+//
+// "cooperative-sticky" uses each member's owned partitions and owned
+// generation; when a member reports no generation (-1), the generation comes
+// from CooperativeStickyAssignor's user data, one big-endian int32.
+//
+// When no member reports anything (no user data for "sticky", no owned
+// partitions for "cooperative-sticky"), both fall back to what the host
+// assigned in the previous generation, so a group of clients that report
+// nothing still stays sticky.
+//
+// Claims that conflict are settled per partition: the claim with the highest
+// generation wins; when two members claim it in that same generation, neither
+// keeps it. Claims on partitions that do not exist, on topics without
+// subscribers, or on topics the claiming member no longer subscribes to, are
+// dropped (after conflicts are settled, as in Kafka).
+//
+// "cooperative-sticky" returns the target assignment: the host withholds,
+// for one generation, every partition that changes owner (KIP-429), so this
+// package never removes them itself.
+//
+// # Rack awareness (KIP-881)
+//
+// Rack mode is decided for the whole group as Kafka does: some member has a
+// rack that appears among the replica racks of the subscribed partitions,
+// and not every partition has the same set of replica racks. A member without
+// a rack matches every partition. In rack mode an owned partition whose
+// replicas are not on its owner's rack may move, partitions without an owner
+// go first to rack-matching members with spare quota, and a partition that no
+// rack-matching member can take goes back to its previous owner when that one
+// still has room. Balance always wins over rack alignment.
+//
+// # How it stays fast
+//
+// Partitions are numbered globally, topic after topic in name order, and
+// ownership is handled as runs of consecutive numbers rather than partition
+// by partition. Claims are cut into runs, conflicts are settled by sweeping
+// sorted runs, and assignments are written as windows of one shared
+// ascending-ids buffer, so a group whose members own contiguous ranges costs
+// O(runs log runs + members log members) beyond one pass over the owned
+// partition ids.
+//
+// With identical subscriptions (the common case) the group has one quota,
+// P/M or P/M+1 partitions per member: members keep up to their quota of what
+// they own, and the rest is handed out in member order as contiguous ranges.
+// A first assignment therefore gives each member one contiguous range of the
+// name-ordered partitions. Kafka's own StickyAssignor hands partitions out
+// round-robin instead, which spreads each topic over all members; that is not
+// one of its guarantees, and at a million partitions it would turn every
+// later request into a million single-partition entries.
+//
+// A group whose members subscribe differently is first split into
+// components: members linked by common topics. A component whose members
+// all subscribe alike (say, one of several applications sharing a group id)
+// is assigned like a uniform group. The others are balanced on counts per
+// (member, topic) first: unowned partitions are poured onto the
+// least-loaded subscribers, topics with the fewest subscribers first, then
+// per-topic moves from the most- to the least-loaded subscriber run until no
+// topic can improve. Only then are partitions chosen: a member that loses
+// some of a topic keeps the lowest of what it owns, and members that gain
+// take the freed runs in member order. Because a member either loses or
+// gains within a topic, never both, no two-cycle can arise. This avoids
+// Kafka's repeated scans of sorted member sets, which cost O(P*M) per
+// rebalance.
+//
+// Rack mode works per partition, since partitions are then no longer
+// interchangeable: in the general case each unowned partition first goes to
+// the least-loaded subscriber on one of its racks (Kafka's rack-matching
+// pass), and what a member must give up for balance is taken from what it
+// was just handed before what it owned.
+//
+// # Output
+//
+// Every member of the request gets one abi.MemberAssignment, in request
+// order, with topics in name order and partitions ascending. Partition slices
+// of different members share backing arrays with their capacity capped at
+// their length, so appending to one copies it rather than overwriting a
+// neighbour; callers must not write into them.
+package sticky

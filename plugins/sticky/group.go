@@ -1,0 +1,259 @@
+package sticky
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
+)
+
+// group is a request read the way both sticky assignors need it.
+//
+// Assignable topics (they exist, have partitions and at least one
+// subscriber) are numbered by name: topic rank r is the r-th of them in name
+// order. Their partitions are numbered globally, rank after rank, so that
+// partition p of rank r is base[r]+p, and a run of consecutive global numbers
+// is a run of partitions in Kafka's (topic, partition) order.
+type group struct {
+	req *abi.Request
+
+	// order lists member indices in Kafka's member order: static members by
+	// instance id, then dynamic members by member id. rank is its inverse.
+	order, rank []int32
+
+	// byRank[r] is the request index of topic rank r; rankOf[t] is the rank
+	// of request topic t, or -1 when t is not assignable.
+	byRank, rankOf []int32
+	// base[r] is the global number of partition 0 of rank r; base[len(byRank)]
+	// is the total number of assignable partitions.
+	base []int32
+
+	// subs[subStart[m]:subStart[m+1]] are member m's assignable subscribed
+	// topics, as ranks, ascending and without repeats. When shared is true,
+	// every member sent the same subscription, subStart is nil and subs is
+	// every member's list.
+	subStart, subs []int32
+	shared         bool
+	// uniform is true when every member subscribes to the same assignable
+	// topics (Kafka's allSubscriptionsEqual, over topics that can be
+	// assigned).
+	uniform bool
+
+	// scratch is allocated on first use; see memberScratch.
+	scratch *memberScratch
+}
+
+// memberScratch is per-member working state, allocated once per request
+// and shared by the components of a group, which never share members.
+type memberScratch struct {
+	pos, count, quota []int32
+	full              []bool
+}
+
+// memberScratch returns the group's per-member scratch arrays.
+func (g *group) memberScratch() *memberScratch {
+	if g.scratch == nil {
+		n := len(g.req.Members)
+		g.scratch = &memberScratch{pos: make([]int32, n), count: make([]int32, n), quota: make([]int32, n), full: make([]bool, n)}
+	}
+	return g.scratch
+}
+
+// total is the number of assignable partitions.
+func (g *group) total() int32 { return g.base[len(g.byRank)] }
+
+// partitions returns the partition count of rank r.
+func (g *group) partitions(r int32) int32 { return g.base[r+1] - g.base[r] }
+
+// topicAt returns the rank whose partitions include global number x.
+func (g *group) topicAt(x int32) int32 {
+	// base is ascending; find the last rank whose base is <= x.
+	lo, hi := 0, len(g.byRank)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if g.base[mid+1] <= x {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return int32(lo)
+}
+
+// allRanks returns every assignable topic rank, ascending.
+func (g *group) allRanks() []int32 {
+	rs := make([]int32, len(g.byRank))
+	for r := range rs {
+		rs[r] = int32(r)
+	}
+	return rs
+}
+
+// memberTopics returns member m's assignable subscribed topic ranks.
+func (g *group) memberTopics(m int32) []int32 {
+	if g.shared {
+		return g.subs
+	}
+	return g.subs[g.subStart[m]:g.subStart[m+1]]
+}
+
+// ranksOf appends the ranks of the assignable topics among ts to dst,
+// ascending and without repeats.
+func (g *group) ranksOf(dst, ts []int32) []int32 {
+	from := len(dst)
+	sorted := true
+	for _, t := range ts {
+		if r := g.rankOf[t]; r >= 0 {
+			if k := len(dst); k > from && dst[k-1] >= r {
+				sorted = false
+			}
+			dst = append(dst, r)
+		}
+	}
+	if !sorted {
+		// Ranks follow names, not request indices; drop repeats too.
+		s := dst[from:]
+		slices.Sort(s)
+		dst = dst[:from+len(slices.Compact(s))]
+	}
+	return dst
+}
+
+// newGroup reads req. The error names the member whose subscription refers
+// to a topic the request does not have.
+func newGroup(req *abi.Request) (*group, error) {
+	nt, n := len(req.Topics), len(req.Members)
+	g := &group{req: req}
+	g.order, g.rank = memberOrder(req.Members)
+
+	// Members of one application usually send the very same subscription;
+	// then one member's list stands for all, and a million-entry group
+	// costs nothing per (member, topic) pair.
+	g.shared = true
+	for m := 1; m < n && g.shared; m++ {
+		g.shared = equalInt32s(req.Members[m].Topics, req.Members[0].Topics)
+	}
+	subscribed := make([]bool, nt)
+	for m := range req.Members {
+		if g.shared && m > 0 {
+			break
+		}
+		mem := &req.Members[m]
+		for _, t := range mem.Topics {
+			if t < 0 || int(t) >= nt {
+				return nil, fmt.Errorf("member %q subscribes to topic index %d, but the request has %d topics", mem.MemberID, t, nt)
+			}
+			subscribed[t] = true
+		}
+	}
+	for t := range req.Topics {
+		tp := &req.Topics[t]
+		if tp.Exists && tp.PartitionCount > 0 && subscribed[t] {
+			g.byRank = append(g.byRank, int32(t))
+		}
+	}
+	// Kafka sorts topics by name; ties between equal names, which a valid
+	// request never has, go by index so the order is still fixed.
+	slices.SortFunc(g.byRank, func(a, b int32) int {
+		if c := strings.Compare(req.Topics[a].Name, req.Topics[b].Name); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	g.rankOf = make([]int32, nt)
+	for t := range g.rankOf {
+		g.rankOf[t] = -1
+	}
+	g.base = make([]int32, len(g.byRank)+1)
+	for r, t := range g.byRank {
+		g.rankOf[t] = int32(r)
+		next := int64(g.base[r]) + int64(req.Topics[t].PartitionCount)
+		if next > 1<<31-1 {
+			return nil, fmt.Errorf("the subscribed topics have more than 2^31-1 partitions in total")
+		}
+		g.base[r+1] = int32(next)
+	}
+
+	g.uniform = true
+	if g.shared {
+		if n > 0 {
+			g.subs = g.ranksOf(nil, req.Members[0].Topics)
+		}
+		return g, nil
+	}
+	// subStart[m] is set to where member m's ranks begin as they are
+	// appended, which is also where member m-1's end.
+	g.subStart = make([]int32, n+1)
+	capacity := 0
+	for m := range req.Members {
+		capacity += len(req.Members[m].Topics)
+	}
+	g.subs = make([]int32, 0, capacity)
+	for m := range req.Members {
+		from := len(g.subs)
+		g.subs = g.ranksOf(g.subs, req.Members[m].Topics)
+		g.subStart[m] = int32(from)
+		if m > 0 && g.uniform {
+			g.uniform = slices.Equal(g.subs[from:], g.subs[g.subStart[m-1]:from])
+		}
+	}
+	g.subStart[n] = int32(len(g.subs))
+	return g, nil
+}
+
+// equalInt32s reports whether a and b are equal. It has no branch in its
+// loop, which Go's wasm code generation makes cheap: two million
+// subscription entries are compared per large request.
+//
+//go:noinline
+func equalInt32s(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	b = b[:len(a)]
+	var diff int32
+	for i := range a {
+		diff |= a[i] ^ b[i]
+	}
+	return diff == 0
+}
+
+// memberOrder returns the indices of ms in Kafka's member order, and its
+// inverse.
+func memberOrder(ms []abi.Member) (order, rank []int32) {
+	order = make([]int32, len(ms))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	// The host sends members in this order already; checking costs one
+	// comparison per member where sorting costs a dozen. Stable, so members
+	// with equal ids (which a valid group never has) keep a fixed order.
+	cmp := func(a, b int32) int { return compareMembers(&ms[a], &ms[b]) }
+	if !slices.IsSortedFunc(order, cmp) {
+		slices.SortStableFunc(order, cmp)
+	}
+	rank = make([]int32, len(ms))
+	for r, m := range order {
+		rank[m] = int32(r)
+	}
+	return order, rank
+}
+
+// compareMembers orders members as Kafka's assignors do: static members
+// (with a group.instance.id) by instance id, then dynamic members by member
+// id.
+func compareMembers(a, b *abi.Member) int {
+	aStatic, bStatic := a.InstanceID != "", b.InstanceID != ""
+	switch {
+	case aStatic && bStatic:
+		if c := strings.Compare(a.InstanceID, b.InstanceID); c != 0 {
+			return c
+		}
+	case aStatic:
+		return -1
+	case bStatic:
+		return 1
+	}
+	return strings.Compare(a.MemberID, b.MemberID)
+}

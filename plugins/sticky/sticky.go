@@ -1,0 +1,77 @@
+package sticky
+
+import (
+	"fmt"
+
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
+)
+
+// Assignor names, which are also the Kafka client protocol names they answer
+// for.
+const (
+	StickyName      = "sticky"
+	CooperativeName = "cooperative-sticky"
+)
+
+// StickyInfo describes the eager sticky assignor to the host. Both modes are
+// declared because the host does the KIP-429 withholding for cooperative
+// groups.
+func StickyInfo() abi.AssignorInfo {
+	return abi.AssignorInfo{
+		Name:        StickyName,
+		Version:     "1.0.0",
+		Protocols:   []string{StickyName},
+		Modes:       abi.ModeEager | abi.ModeCooperative,
+		Description: "Kafka's StickyAssignor: balanced, keeps what members owned (from sticky user data), rack-aware per KIP-881",
+	}
+}
+
+// CooperativeInfo describes the cooperative sticky assignor to the host. It
+// returns target assignments; the host withholds partitions that change
+// owner for one generation.
+func CooperativeInfo() abi.AssignorInfo {
+	return abi.AssignorInfo{
+		Name:        CooperativeName,
+		Version:     "1.0.0",
+		Protocols:   []string{CooperativeName},
+		Modes:       abi.ModeEager | abi.ModeCooperative,
+		Description: "Kafka's CooperativeStickyAssignor: balanced, keeps owned partitions, rack-aware per KIP-881",
+	}
+}
+
+// AssignSticky computes Kafka's StickyAssignor assignment for req, with
+// previous ownership read from each member's sticky user data (or, when no
+// member sends any, from the host's previous assignment). Every member gets
+// one MemberAssignment, in request order, carrying v1 sticky user data for
+// req.Generation.
+func AssignSticky(req *abi.Request) (*abi.Response, error) {
+	return assign(req, false)
+}
+
+// AssignCooperative computes Kafka's CooperativeStickyAssignor target
+// assignment for req, with previous ownership taken from each member's owned
+// partitions (or, when no member reports any, from the host's previous
+// assignment). Every member gets one MemberAssignment, in request order.
+func AssignCooperative(req *abi.Request) (*abi.Response, error) {
+	return assign(req, true)
+}
+
+func assign(req *abi.Request, cooperative bool) (*abi.Response, error) {
+	name := StickyName
+	if cooperative {
+		name = CooperativeName
+	}
+	g, err := newGroup(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	kept := settle(g.claims(cooperative))
+	rk := newRacks(g)
+	var runs []claim
+	if g.uniform {
+		runs = g.assignUniform(g.order, g.allRanks(), kept, rk)
+	} else {
+		runs = g.assignComponents(kept, rk)
+	}
+	return g.response(runs, !cooperative, req.Generation), nil
+}

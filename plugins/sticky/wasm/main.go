@@ -1,0 +1,25 @@
+//go:build wasip1
+
+// Command wasm is the sticky and cooperative-sticky assignors as one
+// wasmassign plugin. Build it with
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o sticky.wasm .
+//
+// It holds no logic of its own: package sticky is the algorithm, and the
+// guest SDK provides the ABI exports and picks the assignor each request
+// names.
+package main
+
+import (
+	"github.com/wasmassign/wasmassign/plugins/sticky"
+	"github.com/wasmassign/wasmassign/sdk/go/guest"
+)
+
+func init() {
+	guest.Register(sticky.StickyInfo(), sticky.AssignSticky)
+	guest.Register(sticky.CooperativeInfo(), sticky.AssignCooperative)
+}
+
+// main is never run: the module is a WASI reactor, initialised by
+// _initialize, which runs init.
+func main() {}
