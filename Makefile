@@ -5,7 +5,7 @@
 SHELL    := /bin/bash
 GO       ?= go
 GOWASM   := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath
-BUILTINS := range roundrobin leaderrack
+BUILTINS := range roundrobin leaderrack sticky
 BUILTIN_WASM := $(BUILTINS:%=plugins/builtin/wasm/%.wasm)
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PKGS := wabt clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32

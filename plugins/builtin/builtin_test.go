@@ -3,6 +3,7 @@ package builtin_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,12 +15,16 @@ import (
 	"github.com/wasmassign/wasmassign/plugins/leaderrack"
 	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
 	"github.com/wasmassign/wasmassign/plugins/roundrobin"
+	"github.com/wasmassign/wasmassign/plugins/sticky"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
 // randomRequest builds a group with racks, placement, static and dynamic
 // members and mixed subscriptions, including a topic that does not exist.
+// Most members report a history, as the sticky assignors read it: owned
+// partitions with a generation, StickyAssignor user data (or bytes that do
+// not decode as such), and the host's previous assignment.
 func randomRequest(rng *rand.Rand) *abi.Request {
 	req := &abi.Request{GroupID: "g", Generation: int32(rng.IntN(10))}
 	racks := []string{"", "a", "b", "c"}
@@ -55,9 +60,67 @@ func randomRequest(rng *rand.Rand) *abi.Request {
 				m.Topics = append(m.Topics, int32(ti))
 			}
 		}
+		randomHistory(rng, req, &m)
 		req.Members = append(req.Members, m)
 	}
 	return req
+}
+
+// randomHistory gives m, two times in three, a random past: owned
+// partitions of some topics (also ones it no longer subscribes to, and
+// partitions that no longer exist), a generation up to the request's,
+// user data, and a previous assignment.
+func randomHistory(rng *rand.Rand, req *abi.Request, m *abi.Member) {
+	if rng.IntN(3) == 0 {
+		return
+	}
+	some := func() []abi.TopicPartitions {
+		var out []abi.TopicPartitions
+		for ti, t := range req.Topics {
+			if rng.IntN(2) == 0 {
+				continue
+			}
+			var ps []int32
+			for p := range t.PartitionCount + 1 {
+				if rng.IntN(3) == 0 {
+					ps = append(ps, p)
+				}
+			}
+			if ps != nil {
+				out = append(out, abi.TopicPartitions{Topic: int32(ti), Partitions: ps})
+			}
+		}
+		return out
+	}
+	m.Cooperative = rng.IntN(2) == 0
+	m.OwnedGeneration = int32(rng.IntN(int(req.Generation)+2)) - 1
+	m.Owned = some()
+	m.Previous = some()
+	switch rng.IntN(3) {
+	case 0:
+		m.UserData = stickyUserData(req, m.Owned, m.OwnedGeneration)
+	case 1:
+		m.UserData = make([]byte, rng.IntN(12))
+		for i := range m.UserData {
+			m.UserData[i] = byte(rng.IntN(256))
+		}
+	}
+}
+
+// stickyUserData encodes owned as StickyAssignor's v1 user data, big-endian:
+// an array of {topic name, partitions}, then the generation.
+func stickyUserData(req *abi.Request, owned []abi.TopicPartitions, generation int32) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(owned)))
+	for _, tp := range owned {
+		name := req.Topics[tp.Topic].Name
+		b = binary.BigEndian.AppendUint16(b, uint16(len(name)))
+		b = append(b, name...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(tp.Partitions)))
+		for _, p := range tp.Partitions {
+			b = binary.BigEndian.AppendUint32(b, uint32(p))
+		}
+	}
+	return binary.BigEndian.AppendUint32(b, uint32(generation))
 }
 
 func newHost(t *testing.T) *wasmruntime.Host {
@@ -127,9 +190,11 @@ func TestBuiltins_WasmAnswersLikeNative(t *testing.T) {
 		t.Fatal(err)
 	}
 	natives := map[string]func(*abi.Request) (*abi.Response, error){
-		"range":         rangeassignor.Assign,
-		"roundrobin":    roundrobin.Assign,
-		leaderrack.Name: leaderrack.Assign,
+		"range":                rangeassignor.Assign,
+		"roundrobin":           roundrobin.Assign,
+		leaderrack.Name:        leaderrack.Assign,
+		sticky.StickyName:      sticky.AssignSticky,
+		sticky.CooperativeName: sticky.AssignCooperative,
 	}
 	rng := rand.New(rand.NewPCG(7, 11))
 	for name, native := range natives {

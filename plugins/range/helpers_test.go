@@ -2,7 +2,6 @@ package rangeassignor
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/wasmassign/wasmassign/plugins/internal/assignortest"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
@@ -41,48 +40,3 @@ func rangeShape(withRacks bool) assignortest.Shape {
 		UniformSubset:   true,
 	}
 }
-
-// rackMismatches counts the partitions given to a member with a rack that
-// have no replica on that rack, as Kafka's verifyRackAssignment does.
-func rackMismatches(req *abi.Request, resp *abi.Response) int {
-	brokerRack := map[int32]string{}
-	for _, b := range req.Brokers {
-		brokerRack[b.ID] = b.Rack
-	}
-	n := 0
-	for _, ma := range resp.Members {
-		rack := req.Members[ma.Member].Rack
-		if rack == "" {
-			continue
-		}
-		for _, tp := range ma.Partitions {
-			for _, p := range tp.Partitions {
-				if !slices.ContainsFunc(req.Replicas(tp.Topic, p), func(b int32) bool { return brokerRack[b] == rack }) {
-					n++
-				}
-			}
-		}
-	}
-	return n
-}
-
-// allRacks is AbstractPartitionAssignorTest.ALL_RACKS, one letter a rack.
-const allRacks = "abcdef"
-
-// rackAt is ALL_RACKS[i % ALL_RACKS.length].
-func rackAt(i int) string {
-	i %= len(allRacks)
-	return allRacks[i : i+1]
-}
-
-// racks is AbstractPartitionAssignorTest.racks(n).
-func racks(n int) []string {
-	r := make([]string, n)
-	for i := range r {
-		r[i] = rackAt(i)
-	}
-	return r
-}
-
-// nullRacks is AbstractPartitionAssignorTest.nullRacks(n).
-func nullRacks(n int) []string { return make([]string, n) }

@@ -7,20 +7,6 @@ import (
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
-// rackConfig is AbstractPartitionAssignorTest.RackConfig: which side of the
-// cluster knows its racks.
-type rackConfig int
-
-const (
-	noBrokerRack rackConfig = iota
-	noConsumerRack
-	brokerAndConsumerRack
-)
-
-func (c rackConfig) String() string {
-	return [...]string{"NO_BROKER_RACK", "NO_CONSUMER_RACK", "BROKER_AND_CONSUMER_RACK"}[c]
-}
-
 // kafkaMember is a member of one of RangeAssignorTest's parameterized tests.
 // index is the consumerIndex its subscription was made with, which picks its
 // rack.
@@ -33,31 +19,19 @@ type kafkaMember struct {
 // paramRequest builds the cluster of RangeAssignorTest.initializeRacks(cfg,
 // maxConsumers): replication factor maxConsumers, maxConsumers broker racks
 // unless cfg has none, and consumer i on rack ALL_RACKS[i % racks].
-func paramRequest(cfg rackConfig, maxConsumers int, topics []assignortest.TopicSpec, members []kafkaMember) *abi.Request {
+func paramRequest(cfg assignortest.RackConfig, maxConsumers int, topics []assignortest.TopicSpec, members []kafkaMember) *abi.Request {
 	rf := maxConsumers
-	numBrokerRacks := 0
-	if cfg != noBrokerRack {
-		numBrokerRacks = maxConsumers
-	}
-	brokers := nullRacks(rf)
-	if numBrokerRacks > 0 {
-		brokers = make([]string, numBrokerRacks*rf)
-		for i := range brokers {
-			brokers[i] = rackAt(i % numBrokerRacks)
-		}
-	}
-	numRacks := numBrokerRacks
-	if numRacks == 0 {
-		numRacks = len(allRacks)
+	// Consumers spread over the broker racks, or over all of ALL_RACKS when
+	// brokers have none.
+	numRacks := maxConsumers
+	if cfg == assignortest.NoBrokerRack {
+		numRacks = len(assignortest.AllRacks)
 	}
 	specs := make([]assignortest.MemberSpec, len(members))
 	for i, m := range members {
-		specs[i] = assignortest.MemberSpec{ID: m.id, Instance: m.instance, Topics: m.topics}
-		if cfg != noConsumerRack {
-			specs[i].Rack = rackAt(m.index % numRacks)
-		}
+		specs[i] = assignortest.MemberSpec{ID: m.id, Instance: m.instance, Topics: m.topics, Rack: cfg.ConsumerRack(m.index, numRacks)}
 	}
-	return assignortest.BuildRequest(topics, specs, &assignortest.Placement{RF: rf, BrokerRacks: brokers, SameStart: true})
+	return assignortest.BuildRequest(topics, specs, &assignortest.Placement{RF: rf, BrokerRacks: cfg.BrokerRacks(rf, maxConsumers), SameStart: true})
 }
 
 // TestRange_KafkaParameterizedCases runs RangeAssignorTest's tests that are
@@ -204,7 +178,7 @@ func TestRange_KafkaParameterizedCases(t *testing.T) {
 	}
 
 	for _, tc := range cases {
-		for _, cfg := range []rackConfig{noBrokerRack, noConsumerRack, brokerAndConsumerRack} {
+		for _, cfg := range assignortest.AllRackConfigs() {
 			t.Run(tc.name+"/"+cfg.String(), func(t *testing.T) {
 				maxConsumers := tc.maxConsumers
 				if maxConsumers == 0 {
@@ -251,7 +225,7 @@ func TestRange_KafkaRackAwareStaticMembersKeepPartitionsAfterMemberIdChanges(t *
 		for _, opt := range bothPreferences() {
 			t.Run(phase.name+"/"+opt.String(), func(t *testing.T) {
 				resp := assignortest.Expect(t, withOptions(opt), req, want)
-				if n := rackMismatches(req, resp); n != 0 {
+				if n := assignortest.RackMismatches(req, resp); n != 0 {
 					t.Errorf("%d partitions off their member's rack, want 0", n)
 				}
 			})
@@ -281,13 +255,13 @@ func nonRackAware(name string, topics []assignortest.TopicSpec, consumerTopics [
 		return rackCase{name + "/nonRackAware/" + suffix, topics, consumerTopics, rf, brokers, consumers, prefer, want, mismatches}
 	}
 	return []rackCase{
-		c("no broker racks", 3, nullRacks(3), racks(3), false, -1),
-		c("no consumer racks", 3, racks(3), nullRacks(3), false, -1),
-		c("every partition on every rack", 3, racks(3), racks(3), false, 0),
-		c("every partition on every rack, one rack without consumers", 4, racks(4), racks(3), false, 0),
-		c("consumer racks match no broker", 3, racks(3), []string{"d", "e", "f"}, false, -1),
-		c("consumer racks partly missing and unmatched", 3, racks(3), []string{"", "e", "f"}, false, -1),
-		c("every partition on every rack, preferRackAwareLogic", 3, racks(3), racks(3), true, 0),
+		c("no broker racks", 3, assignortest.NullRacks(3), assignortest.Racks(3), false, -1),
+		c("no consumer racks", 3, assignortest.Racks(3), assignortest.NullRacks(3), false, -1),
+		c("every partition on every rack", 3, assignortest.Racks(3), assignortest.Racks(3), false, 0),
+		c("every partition on every rack, one rack without consumers", 4, assignortest.Racks(4), assignortest.Racks(3), false, 0),
+		c("consumer racks match no broker", 3, assignortest.Racks(3), []string{"d", "e", "f"}, false, -1),
+		c("consumer racks partly missing and unmatched", 3, assignortest.Racks(3), []string{"", "e", "f"}, false, -1),
+		c("every partition on every rack, preferRackAwareLogic", 3, assignortest.Racks(3), assignortest.Racks(3), true, 0),
 	}
 }
 
@@ -369,7 +343,7 @@ func TestRange_KafkaRackAwareCases(t *testing.T) {
 			if want == nil {
 				want = k.plain
 			}
-			cases = append(cases, rackCase{k.name + "/" + v.suffix, k.topics, k.ct, v.rf, racks(v.racks), racks(3), false, want, v.o.mismatches})
+			cases = append(cases, rackCase{k.name + "/" + v.suffix, k.topics, k.ct, v.rf, assignortest.Racks(v.racks), assignortest.Racks(3), false, want, v.o.mismatches})
 		}
 	}
 
@@ -380,20 +354,20 @@ func TestRange_KafkaRackAwareCases(t *testing.T) {
 		ct := [][]string{{"t1", "t2"}, {"t1", "t2"}, {"t3", "t4"}, {"t3", "t4"}}
 		plain := []string{"t1-0, t1-1, t1-2, t2-0, t2-1, t2-2", "t1-3, t1-4, t1-5, t2-3, t2-4, t2-5", "t3-0, t4-0", "t3-1, t4-1"}
 		cases = append(cases,
-			rackCase{name + "/pairs/rf3", topics, ct, 3, racks(2), consumerRacks, false, plain, -1},
-			rackCase{name + "/pairs/rf2", topics, ct, 2, racks(2), consumerRacks, false, plain, 0},
-			rackCase{name + "/pairs/rf1", topics, ct, 1, racks(2), consumerRacks, false,
+			rackCase{name + "/pairs/rf3", topics, ct, 3, assignortest.Racks(2), consumerRacks, false, plain, -1},
+			rackCase{name + "/pairs/rf2", topics, ct, 2, assignortest.Racks(2), consumerRacks, false, plain, 0},
+			rackCase{name + "/pairs/rf1", topics, ct, 1, assignortest.Racks(2), consumerRacks, false,
 				[]string{"t1-0, t1-2, t1-4, t2-0, t2-2, t2-4", "t1-1, t1-3, t1-5, t2-1, t2-3, t2-5", "t3-1, t4-1", "t3-0, t4-0"}, 0},
 		)
 		all4 := []string{"t1", "t2", "t3", "t4"}
 		ct = [][]string{all4, all4, all4, all4}
 		plain = []string{"t1-0, t1-1, t2-0, t2-1, t3-0, t4-0", "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1", "t1-4, t2-4", "t1-5, t2-5"}
 		cases = append(cases,
-			rackCase{name + "/all/rf3", topics, ct, 3, racks(2), consumerRacks, false, plain, -1},
-			rackCase{name + "/all/rf2", topics, ct, 2, racks(2), consumerRacks, false, plain, 0},
-			rackCase{name + "/all/rf1", topics, ct, 1, racks(2), consumerRacks, false,
+			rackCase{name + "/all/rf3", topics, ct, 3, assignortest.Racks(2), consumerRacks, false, plain, -1},
+			rackCase{name + "/all/rf2", topics, ct, 2, assignortest.Racks(2), consumerRacks, false, plain, 0},
+			rackCase{name + "/all/rf1", topics, ct, 1, assignortest.Racks(2), consumerRacks, false,
 				[]string{"t1-0, t1-2, t2-0, t2-2, t3-0, t4-0", "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1", "t1-5, t2-5", "t1-4, t2-4"}, 0},
-			rackCase{name + "/all/rf1 three racks", topics, ct, 1, racks(3), consumerRacks, false,
+			rackCase{name + "/all/rf1 three racks", topics, ct, 1, assignortest.Racks(3), consumerRacks, false,
 				[]string{"t1-0, t1-3, t2-0, t2-3, t3-0, t4-0", "t1-1, t1-4, t2-1, t2-4, t3-1, t4-1", "t1-2, t2-2", "t1-5, t2-5"}, 6},
 		)
 	}
@@ -412,9 +386,9 @@ func TestRange_KafkaRackAwareCases(t *testing.T) {
 			"t1-4, t1-5, t2-4, t2-5, t5-3, t6-3",
 		}
 		cases = append(cases,
-			rackCase{name + "/no broker racks", topics, ct, 3, nullRacks(3), racks(3), false, plain, -1},
-			rackCase{name + "/every partition on every rack, preferRackAwareLogic", topics, ct, 3, racks(3), racks(3), true, plain, 0},
-			rackCase{name + "/rf2, preferRackAwareLogic", topics, ct, 2, racks(3), racks(3), true, []string{
+			rackCase{name + "/no broker racks", topics, ct, 3, assignortest.NullRacks(3), assignortest.Racks(3), false, plain, -1},
+			rackCase{name + "/every partition on every rack, preferRackAwareLogic", topics, ct, 3, assignortest.Racks(3), assignortest.Racks(3), true, plain, 0},
+			rackCase{name + "/rf2, preferRackAwareLogic", topics, ct, 2, assignortest.Racks(3), assignortest.Racks(3), true, []string{
 				"t1-0, t1-2, t2-0, t2-2, t3-0, t4-0, t5-1, t6-1",
 				"t1-1, t1-3, t2-1, t2-3, t3-1, t4-1, t5-2, t6-2",
 				"t1-4, t1-5, t2-4, t2-5, t5-0, t5-3, t6-0, t6-3",
@@ -435,7 +409,7 @@ func TestRange_KafkaRackAwareCases(t *testing.T) {
 			resp := assignortest.Expect(t, withOptions(options{preferRackAware: tc.prefer}), req, want)
 			assignortest.CheckTopicBalance(t, req, resp)
 			if tc.mismatches >= 0 {
-				if n := rackMismatches(req, resp); n != tc.mismatches {
+				if n := assignortest.RackMismatches(req, resp); n != tc.mismatches {
 					t.Errorf("%d partitions off their member's rack, Kafka counts %d", n, tc.mismatches)
 				}
 			}

@@ -36,40 +36,12 @@ type rackView struct {
 // subscriber whose rack hosts some of its replicas while its partitions'
 // replica racks differ.
 func newRackView(req *abi.Request, v *groupview.View, opt options) (*rackView, error) {
-	rackID := make(map[string]int32)
-	memberRack := make([]int32, len(req.Members))
-	for m := range req.Members {
-		rack := req.Members[m].Rack
-		if rack == "" {
-			memberRack[m] = -1
-			continue
-		}
-		id, ok := rackID[rack]
-		if !ok {
-			id = int32(len(rackID))
-			rackID[rack] = id
-		}
-		memberRack[m] = id
-	}
-	if len(rackID) == 0 {
+	rk := groupview.NewRacks(req)
+	if rk == nil {
 		return nil, nil
 	}
-	rv := &rackView{nRacks: int32(len(rackID)), memberRack: memberRack}
-
-	// A broker without a rack contributes nothing to a partition's racks,
-	// like a replica whose Node has a null rack in Kafka.
-	brokerRack := make(map[int32]int32, len(req.Brokers))
-	for _, b := range req.Brokers {
-		if b.Rack == "" {
-			continue
-		}
-		id, ok := rackID[b.Rack]
-		if !ok {
-			id = int32(len(rackID))
-			rackID[b.Rack] = id
-		}
-		brokerRack[b.ID] = id
-	}
+	rv := &rackView{nRacks: rk.MemberRacks, memberRack: rk.Member}
+	brokerRack, memberRack := rk.Broker, rk.Member
 
 	intern := map[string]int32{"": 0}
 	rv.sets = [][]int32{nil}

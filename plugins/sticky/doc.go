@@ -3,9 +3,10 @@
 // their KIP-881 rack awareness, over the wasmassign ABI model. The same code
 // runs natively in tests and benchmarks and, wrapped by the main package in
 // wasm/, as one wasm plugin that provides both assignors. It must import only
-// the standard library and sdk/go/abi: no os, no net, no wazero, no franz-go,
-// so that it compiles for GOOS=wasip1 and stays a pure function of its
-// request.
+// the standard library, sdk/go/abi and plugins/internal/groupview (Kafka's
+// member order, the assignable topics, rack numbering): no os, no net, no
+// wazero, no franz-go, so that it compiles for GOOS=wasip1 and stays a pure
+// function of its request.
 //
 // # What it guarantees
 //

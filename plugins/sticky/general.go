@@ -339,11 +339,7 @@ func (s *general) placeRacks(out []claim, r int32, pool, mismatched []claim, ent
 	if len(parts) == 0 {
 		return out
 	}
-	keys := make([]int32, len(parts))
-	for i := range parts {
-		keys[i] = rk.candidates(parts[i].set)
-	}
-	byCand := countingOrder(keys)
+	byCand, keys := rk.byCandidates(parts)
 	members := make([]int32, 0, len(ents))
 	for _, e := range ents {
 		if left[e] > 0 {
@@ -353,16 +349,10 @@ func (s *general) placeRacks(out []claim, r int32, pool, mismatched []claim, ent
 	entry := func(m int32) int32 { return s.entryOf(m, r) }
 	queues := newRackQueues(rk, members)
 	queues.reset(func(m int32) int32 { return left[entry(m)] })
-	for _, i := range byCand {
-		p := &parts[i]
-		if keys[i] == 0 {
-			continue
-		}
-		if m := queues.pick(rk, p.set); m >= 0 {
-			p.to = m
-			left[entry(m)]--
-		}
-	}
+	queues.matchRacks(rk, parts, byCand, keys, func(m int32) bool {
+		left[entry(m)]--
+		return true
+	})
 	for i := range parts {
 		if p := &parts[i]; p.to < 0 && p.owner >= 0 {
 			if e := entry(p.owner); e >= 0 && left[e] > 0 {

@@ -3,8 +3,8 @@ package sticky
 import (
 	"fmt"
 	"slices"
-	"strings"
 
+	"github.com/wasmassign/wasmassign/plugins/internal/groupview"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
@@ -18,8 +18,8 @@ import (
 type group struct {
 	req *abi.Request
 
-	// order lists member indices in Kafka's member order: static members by
-	// instance id, then dynamic members by member id. rank is its inverse.
+	// order lists member indices in Kafka's member order (see
+	// groupview.MemberOrder); rank is its inverse.
 	order, rank []int32
 
 	// byRank[r] is the request index of topic rank r; rankOf[t] is the rank
@@ -125,7 +125,11 @@ func (g *group) ranksOf(dst, ts []int32) []int32 {
 func newGroup(req *abi.Request) (*group, error) {
 	nt, n := len(req.Topics), len(req.Members)
 	g := &group{req: req}
-	g.order, g.rank = memberOrder(req.Members)
+	g.order = groupview.MemberOrder(req.Members)
+	g.rank = make([]int32, n)
+	for r, m := range g.order {
+		g.rank[m] = int32(r)
+	}
 
 	// Members of one application usually send the very same subscription;
 	// then one member's list stands for all, and a million-entry group
@@ -147,20 +151,7 @@ func newGroup(req *abi.Request) (*group, error) {
 			subscribed[t] = true
 		}
 	}
-	for t := range req.Topics {
-		tp := &req.Topics[t]
-		if tp.Exists && tp.PartitionCount > 0 && subscribed[t] {
-			g.byRank = append(g.byRank, int32(t))
-		}
-	}
-	// Kafka sorts topics by name; ties between equal names, which a valid
-	// request never has, go by index so the order is still fixed.
-	slices.SortFunc(g.byRank, func(a, b int32) int {
-		if c := strings.Compare(req.Topics[a].Name, req.Topics[b].Name); c != 0 {
-			return c
-		}
-		return int(a - b)
-	})
+	g.byRank = groupview.AssignableByName(req, func(t int32) bool { return subscribed[t] })
 	g.rankOf = make([]int32, nt)
 	for t := range g.rankOf {
 		g.rankOf[t] = -1
@@ -217,43 +208,4 @@ func equalInt32s(a, b []int32) bool {
 		diff |= a[i] ^ b[i]
 	}
 	return diff == 0
-}
-
-// memberOrder returns the indices of ms in Kafka's member order, and its
-// inverse.
-func memberOrder(ms []abi.Member) (order, rank []int32) {
-	order = make([]int32, len(ms))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	// The host sends members in this order already; checking costs one
-	// comparison per member where sorting costs a dozen. Stable, so members
-	// with equal ids (which a valid group never has) keep a fixed order.
-	cmp := func(a, b int32) int { return compareMembers(&ms[a], &ms[b]) }
-	if !slices.IsSortedFunc(order, cmp) {
-		slices.SortStableFunc(order, cmp)
-	}
-	rank = make([]int32, len(ms))
-	for r, m := range order {
-		rank[m] = int32(r)
-	}
-	return order, rank
-}
-
-// compareMembers orders members as Kafka's assignors do: static members
-// (with a group.instance.id) by instance id, then dynamic members by member
-// id.
-func compareMembers(a, b *abi.Member) int {
-	aStatic, bStatic := a.InstanceID != "", b.InstanceID != ""
-	switch {
-	case aStatic && bStatic:
-		if c := strings.Compare(a.InstanceID, b.InstanceID); c != 0 {
-			return c
-		}
-	case aStatic:
-		return -1
-	case bStatic:
-		return 1
-	}
-	return strings.Compare(a.MemberID, b.MemberID)
 }

@@ -3,12 +3,14 @@ package sticky
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/wasmassign/wasmassign/plugins/internal/assignortest"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
@@ -29,9 +31,21 @@ func (k kind) assign(req *abi.Request) (*abi.Response, error) {
 	return AssignSticky(req)
 }
 
+// run runs the assignor of kind k on req, fails t on an error, and reads
+// the response back with planOf.
+func (k kind) run(t testing.TB, req *abi.Request) (*abi.Response, plan) {
+	t.Helper()
+	resp, err := k.assign(req)
+	if err != nil {
+		t.Fatalf("%s: %v", k, err)
+	}
+	return resp, planOf(t, req, resp)
+}
+
 var bothKinds = []kind{eager, coop}
 
-// topicSpec is a topic of a test cluster.
+// topicSpec is a topic of a test cluster: assignortest.TopicSpec, in a
+// form that Kafka's long test cases can write as {"topic", 3}.
 type topicSpec struct {
 	name       string
 	partitions int32
@@ -64,23 +78,11 @@ func owns(id string, topics []string, gen int32, owned ...string) memberSpec {
 	return memberSpec{id: id, topics: topics, owned: owned, gen: gen}
 }
 
-// placement lays replicas out: broker i has rack brokerRacks[i] ("" for
-// none); replica j of partition i of the k-th topic (in spec order) is on
-// broker (i + j + k) % len(brokerRacks), as AbstractPartitionAssignorTest's
-// partitionInfos with a nextNodeIndex that grows per topic.
-type placement struct {
-	rf          int
-	brokerRacks []string
-	// cumulative makes the k-th topic start where the previous one's
-	// partitions stopped, as AbstractPartitionAssignorTest's
-	// partitionsPerTopic does, rather than one broker further.
-	cumulative bool
-}
-
-// cluster is a test's topics and placement.
+// cluster is a test's topics and, when placement is not nil, where their
+// replicas are (see assignortest.Placement).
 type cluster struct {
 	topics    []topicSpec
-	placement *placement
+	placement *assignortest.Placement
 }
 
 // tp names one partition.
@@ -98,82 +100,54 @@ func parseTP(s string) tp {
 	return tp{s[:i], int32(p)}
 }
 
-// request builds the request for ms. Topic and member tables are filled in
-// reverse order so that no test passes by relying on the request's order.
+// request builds the request for ms with assignortest.BuildRequest (topic
+// and member tables in reverse order, so that no test passes by relying on
+// the request's order), then adds what a sticky member reports as k sends
+// it. Topics that members only claim or were previously given are in the
+// table as topics that do not exist.
 func (c cluster) request(k kind, generation int32, ms []memberSpec) *abi.Request {
-	req := &abi.Request{GroupID: "g", Generation: generation, Protocol: k.String(), Assignor: k.String()}
+	topics := make([]assignortest.TopicSpec, len(c.topics))
+	for i, ts := range c.topics {
+		topics[i] = assignortest.TopicSpec{Name: ts.name, Partitions: ts.partitions}
+	}
+	specs := make([]assignortest.MemberSpec, len(ms))
+	for i, m := range ms {
+		specs[i] = assignortest.MemberSpec{ID: m.id, Instance: m.instance, Rack: m.rack, Topics: m.topics}
+	}
+	req := assignortest.BuildRequest(topics, specs, c.placement)
+	req.GroupID, req.Generation, req.Protocol, req.Assignor = "g", generation, k.String(), k.String()
 	if k == coop {
 		req.RebalanceProtocol = abi.Cooperative
 	}
-	if pl := c.placement; pl != nil {
-		for i, r := range pl.brokerRacks {
-			req.Brokers = append(req.Brokers, abi.Broker{ID: int32(100 + i), Rack: r})
-		}
-	}
-	index := map[string]int32{}
-	var table []abi.Topic
-	next := 0
-	for i, ts := range c.topics {
-		t := abi.Topic{Name: ts.name, Exists: true, PartitionCount: ts.partitions}
-		if pl := c.placement; pl != nil {
-			nb := len(pl.brokerRacks)
-			if !pl.cumulative {
-				next = i
-			}
-			for p := range int(ts.partitions) {
-				replicas := make([]int32, pl.rf)
-				for j := range replicas {
-					replicas[j] = int32(100 + (p+j+next)%nb)
-				}
-				req.ReplicaSets = append(req.ReplicaSets, replicas)
-				s := uint32(len(req.ReplicaSets) - 1)
-				t.Partitions = append(t.Partitions, abi.Partition{Leader: replicas[0], Replicas: s, ISR: s})
-			}
-			next += int(ts.partitions)
-		}
-		table = append(table, t)
-	}
-	// Topics that members mention but the cluster lacks.
-	known := map[string]bool{}
-	for _, ts := range c.topics {
-		known[ts.name] = true
-	}
-	for _, m := range ms {
-		names := slices.Clone(m.topics)
-		for _, o := range append(slices.Clone(m.owned), m.previous...) {
-			names = append(names, parseTP(o).topic)
-		}
-		for _, n := range names {
-			if !known[n] {
-				known[n] = true
-				table = append(table, abi.Topic{Name: n})
-			}
-		}
-	}
-	for i := len(table) - 1; i >= 0; i-- {
-		index[table[i].Name] = int32(len(req.Topics))
-		req.Topics = append(req.Topics, table[i])
-	}
+	index := req.TopicIndex()
 	tps := func(list []string) []abi.TopicPartitions {
 		by := map[int32][]int32{}
 		for _, s := range list {
 			x := parseTP(s)
-			by[index[x.topic]] = append(by[index[x.topic]], x.p)
+			t, ok := index[x.topic]
+			if !ok {
+				t = int32(len(req.Topics))
+				index[x.topic] = t
+				req.Topics = append(req.Topics, abi.Topic{Name: x.topic})
+			}
+			by[t] = append(by[t], x.p)
 		}
 		var out []abi.TopicPartitions
-		for _, t := range slices.Sorted(mapKeys(by)) {
+		for _, t := range slices.Sorted(maps.Keys(by)) {
 			out = append(out, abi.TopicPartitions{Topic: t, Partitions: by[t]})
 		}
 		return out
 	}
-	for i := len(ms) - 1; i >= 0; i-- {
-		m := ms[i]
-		am := abi.Member{MemberID: m.id, InstanceID: m.instance, Rack: m.rack, OwnedGeneration: -1, Cooperative: k == coop}
-		for _, n := range m.topics {
-			am.Topics = append(am.Topics, index[n])
-		}
-		slices.Sort(am.Topics)
+	byID := map[string]memberSpec{}
+	for _, m := range ms {
+		byID[m.id] = m
+	}
+	for i := range req.Members {
+		am := &req.Members[i]
+		m := byID[am.MemberID]
+		// A test may list a topic twice; the subscription names it once.
 		am.Topics = slices.Compact(am.Topics)
+		am.Cooperative = k == coop
 		switch k {
 		case coop:
 			am.Owned = tps(m.owned)
@@ -187,19 +161,8 @@ func (c cluster) request(k kind, generation int32, ms []memberSpec) *abi.Request
 			am.UserData = m.userData
 		}
 		am.Previous = tps(m.previous)
-		req.Members = append(req.Members, am)
 	}
 	return req
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // stickyUserData encodes StickyAssignor user data, v1 when withGen, v0
@@ -232,29 +195,25 @@ func stickyUserData(owned []string, gen int32, withGen bool) []byte {
 // plan is an assignment by name: member id -> sorted "topic-partition".
 type plan map[string][]string
 
-// planOf reads resp back by name and checks its shape: every request member
-// answered exactly once, in request order.
+// planOf reads resp back by name, after checking it with
+// assignortest.CheckValid: every request member answered exactly once, in
+// request order, topics by name and partitions ascending, only subscribed
+// partitions and each assigned partition exactly once.
 func planOf(t testing.TB, req *abi.Request, resp *abi.Response) plan {
 	t.Helper()
 	if resp.Error != "" {
 		t.Fatalf("error response: %s", resp.Error)
 	}
-	if len(resp.Members) != len(req.Members) {
-		t.Fatalf("%d assignments for %d members", len(resp.Members), len(req.Members))
-	}
+	assignortest.CheckValid(t, req, resp)
 	out := plan{}
-	for i, ma := range resp.Members {
-		if int(ma.Member) != i {
-			t.Fatalf("assignment %d is for member %d", i, ma.Member)
-		}
-		id := req.Members[ma.Member].MemberID
+	for _, ma := range resp.Members {
 		list := []string{}
 		for _, e := range ma.Partitions {
 			for _, p := range e.Partitions {
 				list = append(list, fmt.Sprintf("%s-%d", req.Topics[e.Topic].Name, p))
 			}
 		}
-		out[id] = sortTPs(list)
+		out[req.Members[ma.Member].MemberID] = sortTPs(list)
 	}
 	return out
 }
@@ -302,11 +261,7 @@ type harness struct {
 func (h *harness) assign(ms []memberSpec) plan {
 	h.t.Helper()
 	req := h.cluster.request(h.kind, h.generation, ms)
-	resp, err := h.kind.assign(req)
-	if err != nil {
-		h.t.Fatalf("%s: %v", h.kind, err)
-	}
-	p := planOf(h.t, req, resp)
+	resp, p := h.kind.run(h.t, req)
 	checkAll(h.t, h.cluster, ms, p, h.rackMode)
 	if h.kind == eager {
 		checkUserData(h.t, req, resp, p)

@@ -2,47 +2,26 @@ package sticky
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wasmassign/wasmassign/plugins/internal/assignortest"
 )
-
-// rackConfig is AbstractPartitionAssignorTest.RackConfig: which side of the
-// cluster knows its racks.
-type rackConfig int
-
-const (
-	noBrokerRack rackConfig = iota
-	noConsumerRack
-	brokerAndConsumerRack
-)
-
-func (c rackConfig) String() string {
-	return [...]string{"NO_BROKER_RACK", "NO_CONSUMER_RACK", "BROKER_AND_CONSUMER_RACK"}[c]
-}
-
-var allRackConfigs = []rackConfig{noBrokerRack, noConsumerRack, brokerAndConsumerRack}
-
-// allRacks is AbstractPartitionAssignorTest.ALL_RACKS.
-var allRacks = []string{"a", "b", "c", "d", "e", "f"}
 
 // kafkaHarness is AbstractStickyAssignorTest after initializeRacks(cfg):
 // replication factor 3 over three broker racks (none with
-// NO_BROKER_RACK), each topic starting one broker further, and consumer i
-// on rack ALL_RACKS[i % 3] (none with NO_CONSUMER_RACK). Every partition
-// then has a replica on every rack, so rack awareness must not change any
-// answer.
-func kafkaHarness(t *testing.T, k kind, cfg rackConfig, topics ...topicSpec) *harness {
-	brokers := make([]string, 3)
-	if cfg != noBrokerRack {
-		brokers = make([]string, 9)
-		for i := range brokers {
-			brokers[i] = allRacks[i%3]
-		}
-	}
-	h := &harness{t: t, kind: k, generation: 2, cluster: cluster{topics: topics, placement: &placement{rf: 3, brokerRacks: brokers}}}
-	if cfg != noConsumerRack {
+// NO_BROKER_RACK), and consumer i on rack ALL_RACKS[i % 3] (none with
+// NO_CONSUMER_RACK). Every partition then has a replica on every rack, so
+// rack awareness must not change any answer. Kafka starts each topic one
+// broker further than the last; with every partition on every rack that
+// makes no difference, so every topic starts at the first broker here.
+func kafkaHarness(t *testing.T, k kind, cfg assignortest.RackConfig) *harness {
+	pl := &assignortest.Placement{RF: 3, BrokerRacks: cfg.BrokerRacks(3, 3), SameStart: true}
+	h := &harness{t: t, kind: k, generation: 2, cluster: cluster{placement: pl}}
+	if cfg != assignortest.NoConsumerRack {
 		h.consumerRacks = 3
 	}
 	return h
@@ -53,7 +32,7 @@ func (h *harness) rack(i int) string {
 	if h.consumerRacks == 0 {
 		return ""
 	}
-	return allRacks[i%h.consumerRacks]
+	return assignortest.RackAt(i % h.consumerRacks)
 }
 
 // sub is subscription(topics, i).
@@ -68,6 +47,57 @@ func (h *harness) owns(id string, i int, topics []string, gen int32, owned ...st
 	m := owns(id, topics, gen, owned...)
 	m.rack = h.rack(i)
 	return m
+}
+
+// onRacks returns ms with member i on consumerRackId(i), as Kafka's tests
+// number the consumers they list.
+func (h *harness) onRacks(ms []memberSpec) []memberSpec {
+	out := slices.Clone(ms)
+	for i := range out {
+		out[i].rack = h.rack(i)
+	}
+	return out
+}
+
+// addTopics adds topics prefix+from to prefix+to, numbers zero-padded to
+// the width of width as getCanonicalName does, topic i with partitions(i)
+// partitions, and returns their names.
+func (h *harness) addTopics(prefix string, from, to, width int, partitions func(i int) int32) []string {
+	var names []string
+	for i := from; i <= to; i++ {
+		names = append(names, padded(prefix, i, width))
+		h.cluster.topics = append(h.cluster.topics, topicSpec{names[len(names)-1], partitions(i)})
+	}
+	return names
+}
+
+// consumers returns consumers "c"+from to "c"+to, padded like addTopics,
+// consumer i on consumerRackId(i) and subscribed to topics(i).
+func (h *harness) consumers(from, to, width int, topics func(i int) []string) []memberSpec {
+	var ms []memberSpec
+	for i := from; i <= to; i++ {
+		ms = append(ms, h.sub(padded("c", i, width), i, topics(i)...))
+	}
+	return ms
+}
+
+// twoRounds assigns ms, then has every member report what it got in
+// generationID, lets change alter the group, and assigns again.
+func (h *harness) twoRounds(ms []memberSpec, change func(ms []memberSpec) []memberSpec) {
+	p := h.assign(ms)
+	h.assign(change(feedBack(ms, p, generationID)))
+}
+
+// rejoinFirst is the change of Kafka's large tests: consumer 0 rejoins
+// with no history, the others keep reporting what they own.
+func (h *harness) rejoinFirst(ms []memberSpec) []memberSpec {
+	ms[0] = h.sub(ms[0].id, 0, ms[0].topics...)
+	return ms
+}
+
+// without returns ms without the member with the given id.
+func without(ms []memberSpec, id string) []memberSpec {
+	return slices.DeleteFunc(ms, func(m memberSpec) bool { return m.id == id })
 }
 
 // generationID is AbstractStickyAssignorTest.generationId.
@@ -91,14 +121,14 @@ func containsAll(t *testing.T, what string, set, sub []string) {
 	}
 }
 
-func countOf(p []string, topic string) int {
-	n := 0
-	for _, s := range p {
-		if parseTP(s).topic == topic {
-			n++
+// holdEach fails t unless every one of ids holds exactly n partitions.
+func holdEach(t *testing.T, what string, p plan, n int, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if len(p[id]) != n {
+			t.Fatalf("%s: %s holds %d partitions, want %d each of %v: %v", what, id, len(p[id]), n, ids, p)
 		}
 	}
-	return n
 }
 
 // padded is AbstractStickyAssignorTest.getCanonicalName.
@@ -132,8 +162,8 @@ func TestSticky_KafkaCases(t *testing.T) {
 			kinds = bothKinds
 		}
 		for _, k := range kinds {
-			for _, cfg := range allRackConfigs {
-				if c.large() && cfg != brokerAndConsumerRack {
+			for _, cfg := range assignortest.AllRackConfigs() {
+				if c.large() && cfg != assignortest.BrokerAndConsumerRack {
 					continue
 				}
 				t.Run(fmt.Sprintf("%s/%s/%s", c.name, k, cfg), func(t *testing.T) {
@@ -145,49 +175,240 @@ func TestSticky_KafkaCases(t *testing.T) {
 }
 
 func kafkaCases() []kafkaCase {
+	cases := oneAssignmentCases()
+	cases = append(cases, largeCases()...)
+	cases = append(cases, evolvingCases()...)
+	for _, equal := range []bool{true, false} {
+		suffix := " (all subscriptions equal)"
+		if !equal {
+			suffix = " (subscriptions differ)"
+		}
+		cases = append(cases,
+			kafkaCase{"testAssignmentWithMultipleGenerations1" + suffix, nil, func(h *harness) { multipleGenerations1(h, equal) }},
+			kafkaCase{"testAssignmentWithMultipleGenerations2" + suffix, nil, func(h *harness) { multipleGenerations2(h, equal) }},
+			kafkaCase{"testAssignmentWithConflictingPreviousGenerations" + suffix, nil, func(h *harness) { conflictingPreviousGenerations(h, equal) }},
+		)
+	}
+	return cases
+}
+
+// oneAssignmentCase is a Kafka test of a single assignment. Member i of
+// members is Kafka's consumer i, on consumerRackId(i). want fixes the
+// assignment of the members it lists, as "topic-0, topic-1"; the others are
+// held to the harness's checks only.
+type oneAssignmentCase struct {
+	name    string
+	topics  []topicSpec
+	members []memberSpec
+	want    map[string]string
+}
+
+func oneAssignmentCases() []kafkaCase {
+	const (
+		topic, topic1, topic2, topic3 = "topic", "topic1", "topic2", "topic3"
+		c1, c2, c3, c4                = "consumer1", "consumer2", "consumer3", "consumer4"
+	)
+	var five, six []topicSpec
+	for i := 1; i <= 6; i++ {
+		if i <= 5 {
+			five = append(five, topicSpec{fmt.Sprintf("topic%d", i), int32(i%2 + 1)})
+		}
+		six = append(six, topicSpec{fmt.Sprintf("topic%d", i), 1})
+	}
+	cases := []oneAssignmentCase{
+		{"testOneConsumerNoTopic", nil, []memberSpec{sub("consumer")}, map[string]string{"consumer": ""}},
+		{"testOneConsumerNonexistentTopic", []topicSpec{{topic, 0}}, []memberSpec{sub("consumer", topic)}, map[string]string{"consumer": ""}},
+		{"testOneConsumerOneTopic", []topicSpec{{topic, 3}}, []memberSpec{sub("consumer", topic)}, map[string]string{"consumer": "topic-0, topic-1, topic-2"}},
+		{
+			"testOnlyAssignsPartitionsFromSubscribedTopics", []topicSpec{{topic, 2}},
+			[]memberSpec{owns("consumer", topics(topic), generationID, "topic-0", "topic-1", "other-0", "other-1")},
+			map[string]string{"consumer": "topic-0, topic-1"},
+		},
+		{
+			"testOneConsumerMultipleTopics", []topicSpec{{topic1, 1}, {topic2, 2}},
+			[]memberSpec{sub("consumer", topic1, topic2)},
+			map[string]string{"consumer": "topic1-0, topic2-0, topic2-1"},
+		},
+		{"testTwoConsumersOneTopicOnePartition", []topicSpec{{topic, 1}}, []memberSpec{sub(c1, topic), sub(c2, topic)}, nil},
+		{
+			"testTwoConsumersOneTopicTwoPartitions", []topicSpec{{topic, 2}},
+			[]memberSpec{sub(c1, topic), sub(c2, topic)},
+			map[string]string{c1: "topic-0", c2: "topic-1"},
+		},
+		{
+			// Kafka lays unowned partitions out round-robin; this package
+			// gives each member a contiguous range (see the package doc).
+			"testTwoConsumersTwoTopicsSixPartitions", []topicSpec{{topic1, 3}, {topic2, 3}},
+			[]memberSpec{sub(c1, topic1, topic2), sub(c2, topic1, topic2)},
+			map[string]string{c1: "topic1-0, topic1-1, topic1-2", c2: "topic2-0, topic2-1, topic2-2"},
+		},
+		{
+			"testConsumerOwningMinQuotaExpectedMaxQuota", []topicSpec{{topic1, 2}, {topic2, 3}},
+			[]memberSpec{
+				owns(c1, topics(topic1, topic2), generationID, "topic1-0", "topic2-1"),
+				owns(c2, topics(topic1, topic2), generationID, "topic1-1", "topic2-2"),
+			},
+			map[string]string{c1: "topic1-0, topic2-1, topic2-0", c2: "topic1-1, topic2-2"},
+		},
+		{
+			// Which of consumer1 and consumer2 keeps two is HashMap order in
+			// Kafka; here member order picks consumer1. Either way exactly
+			// one partition moves, to consumer3.
+			"testMaxQuotaConsumerMoreThanNumExpectedMaxCapacityMembers", []topicSpec{{topic1, 2}, {topic2, 2}},
+			[]memberSpec{
+				owns(c1, topics(topic1, topic2), generationID, "topic1-0", "topic2-0"),
+				owns(c2, topics(topic1, topic2), generationID, "topic1-1", "topic2-1"),
+				owns(c3, topics(topic1, topic2), generationID),
+			},
+			map[string]string{c1: "topic1-0, topic2-0", c2: "topic1-1", c3: "topic2-1"},
+		},
+		{
+			"testPoorRoundRobinAssignmentScenario", five,
+			[]memberSpec{
+				sub(c1, "topic1", "topic2", "topic3", "topic4", "topic5"),
+				sub(c2, "topic1", "topic3", "topic5"),
+				sub(c3, "topic1", "topic3", "topic5"),
+				sub(c4, "topic1", "topic2", "topic3", "topic4", "topic5"),
+			},
+			nil,
+		},
+		{
+			"testMoveExistingAssignments", six,
+			[]memberSpec{
+				owns(c1, topics("topic1", "topic2"), generationID, "topic1-0"),
+				owns(c2, topics("topic1", "topic2", "topic3", "topic4"), generationID, "topic2-0", "topic3-0"),
+				owns(c3, topics("topic2", "topic3", "topic4", "topic5", "topic6"), generationID, "topic4-0", "topic5-0", "topic6-0"),
+			},
+			nil,
+		},
+		{
+			"testAllConsumersReachExpectedQuotaAndAreConsideredFilled", []topicSpec{{topic, 4}},
+			[]memberSpec{
+				owns(c1, topics(topic), generationID, "topic-0", "topic-1"),
+				owns(c2, topics(topic), generationID, "topic-2"),
+				owns(c3, topics(topic), generationID),
+			},
+			map[string]string{c1: "topic-0, topic-1", c2: "topic-2", c3: "topic-3"},
+		},
+		{
+			"testOwnedPartitionsAreInvalidatedForConsumerWithStaleGeneration", []topicSpec{{topic, 3}, {topic2, 3}},
+			[]memberSpec{
+				owns(c1, topics(topic, topic2), 10, "topic-0", "topic-2", "topic2-1"),
+				owns(c2, topics(topic, topic2), 9, "topic-0", "topic-2", "topic2-1"),
+			},
+			map[string]string{c1: "topic-0, topic-2, topic2-1", c2: "topic-1, topic2-0, topic2-2"},
+		},
+		{
+			"testOwnedPartitionsAreInvalidatedForConsumerWithNoGeneration", []topicSpec{{topic, 3}, {topic2, 3}},
+			[]memberSpec{
+				owns(c1, topics(topic, topic2), 10, "topic-0", "topic-2", "topic2-1"),
+				owns(c2, topics(topic, topic2), -1, "topic-0", "topic-2", "topic2-1"),
+			},
+			map[string]string{c1: "topic-0, topic-2, topic2-1", c2: "topic-1, topic2-0, topic2-2"},
+		},
+		{
+			// Also StickyAssignorTest's and CooperativeStickyAssignorTest's
+			// ...InSameGenerationWithEqualPartitionsPerConsumer. The
+			// cooperative target gives consumer3 topic-0; the host withholds
+			// it until both claimants have revoked it.
+			"testPartitionsTransferringOwnershipIncludeThePartitionClaimedByMultipleConsumersInSameGeneration", []topicSpec{{topic, 3}},
+			[]memberSpec{
+				owns(c1, topics(topic), generationID, "topic-0", "topic-1"),
+				owns(c2, topics(topic), generationID, "topic-0", "topic-2"),
+				owns(c3, topics(topic), generationID),
+			},
+			map[string]string{c1: "topic-1", c2: "topic-2", c3: "topic-0"},
+		},
+		{
+			"testEnsurePartitionsAssignedToHighestGeneration", []topicSpec{{topic, 3}, {topic2, 3}, {topic3, 3}},
+			[]memberSpec{
+				owns(c1, topics(topic, topic2, topic3), 10, "topic-0", "topic2-0", "topic3-0"),
+				owns(c2, topics(topic, topic2, topic3), 9, "topic-1", "topic2-1", "topic3-1"),
+				owns(c3, topics(topic, topic2, topic3), 8, "topic2-1", "topic3-0", "topic3-2"),
+			},
+			map[string]string{c1: "topic-0, topic2-0, topic3-0", c2: "topic-1, topic2-1, topic3-1", c3: "topic-2, topic2-2, topic3-2"},
+		},
+		{
+			"testNoReassignmentOnCurrentMembers", []topicSpec{{topic, 3}, {topic1, 3}, {topic2, 3}, {topic3, 3}},
+			[]memberSpec{
+				owns(c1, topics(topic, topic2, topic3, topic1), -1),
+				owns(c2, topics(topic, topic2, topic3, topic1), 9, "topic-0", "topic2-0", "topic1-0"),
+				owns(c3, topics(topic, topic2, topic3, topic1), 8, "topic3-2", "topic2-2", "topic1-1"),
+				owns(c4, topics(topic, topic2, topic3, topic1), 7, "topic3-1", "topic-1", "topic-2"),
+			},
+			map[string]string{c1: "topic1-2, topic2-1, topic3-0"},
+		},
+		{
+			"testOwnedPartitionsAreInvalidatedForConsumerWithMultipleGeneration", []topicSpec{{topic, 3}, {topic2, 3}},
+			[]memberSpec{
+				owns(c1, topics(topic, topic2), 10, "topic-0", "topic2-1", "topic-1"),
+				owns(c2, topics(topic, topic2), 8, "topic-0", "topic2-1", "topic2-2"),
+			},
+			map[string]string{c1: "topic-0, topic2-1, topic-1", c2: "topic-2, topic2-2, topic2-0"},
+		},
+	}
+	var out []kafkaCase
+	for _, oc := range cases {
+		out = append(out, kafkaCase{oc.name, nil, func(h *harness) {
+			h.cluster.topics = oc.topics
+			p := h.assign(h.onRacks(oc.members))
+			for _, id := range slices.Sorted(maps.Keys(oc.want)) {
+				eq(h.t, id, p[id], tps(oc.want[id]))
+			}
+		}})
+	}
+	return out
+}
+
+// largeCases are Kafka's large tests, scaled down where noted (full size in
+// the benchmarks): topics t0.. of np partitions each, consumers c0..
+// subscribing as subs says; after the first assignment every consumer
+// reports what it owns, except consumer 0, which rejoins with no history.
+func largeCases() []kafkaCase {
+	type large struct {
+		name       string
+		nt, np, nc int
+		subs       func(all []string, i, nc int) []string
+	}
+	cases := []large{
+		{"testLargeAssignmentAndGroupWithUniformSubscription (scaled down; full size in benchmarks)", 50, 200, 200,
+			func(all []string, _, _ int) []string { return all }},
+		{"testLargeAssignmentAndGroupWithNonEqualSubscription (scaled down)", 50, 200, 200,
+			func(all []string, i, nc int) []string {
+				if i == nc-1 {
+					return all[:1]
+				}
+				return all
+			}},
+		{"testAssignmentAndGroupWithNonEqualSubscriptionNotTimeout", 100, 200, 500,
+			func(all []string, i, _ int) []string {
+				if i%4 == 0 {
+					return all[:len(all)/2]
+				}
+				return all[len(all)/2:]
+			}},
+	}
+	var out []kafkaCase
+	for _, lc := range cases {
+		out = append(out, kafkaCase{lc.name, nil, func(h *harness) {
+			all := h.addTopics("t", 0, lc.nt-1, lc.nt, func(int) int32 { return int32(lc.np) })
+			ms := h.consumers(0, lc.nc-1, lc.nc, func(i int) []string { return lc.subs(all, i, lc.nc) })
+			h.twoRounds(ms, h.rejoinFirst)
+		}})
+	}
+	return out
+}
+
+// evolvingCases are Kafka's tests whose assignments depend on earlier ones
+// or that check more than one member's exact assignment can say.
+func evolvingCases() []kafkaCase {
 	const (
 		topic, topic1, topic2, topic3 = "topic", "topic1", "topic2", "topic3"
 		c1, c2, c3, c4                = "consumer1", "consumer2", "consumer3", "consumer4"
 	)
 	t0 := func(p int) string { return fmt.Sprintf("topic-%d", p) }
 	t1 := func(p int) string { return fmt.Sprintf("topic1-%d", p) }
-	t2 := func(p int) string { return fmt.Sprintf("topic2-%d", p) }
-	t3 := func(p int) string { return fmt.Sprintf("topic3-%d", p) }
 	return []kafkaCase{
-		{"testOneConsumerNoTopic", nil, func(h *harness) {
-			p := h.assign([]memberSpec{h.sub("consumer", 0)})
-			eq(h.t, "consumer", p["consumer"], nil)
-		}},
-		{"testOneConsumerNonexistentTopic", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic, 0}}
-			p := h.assign([]memberSpec{h.sub("consumer", 0, topic)})
-			eq(h.t, "consumer", p["consumer"], nil)
-		}},
-		{"testOneConsumerOneTopic", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic, 3}}
-			p := h.assign([]memberSpec{h.sub("consumer", 0, topic)})
-			eq(h.t, "consumer", p["consumer"], tps("topic-0, topic-1, topic-2"))
-		}},
-		{"testOnlyAssignsPartitionsFromSubscribedTopics", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic, 2}}
-			p := h.assign([]memberSpec{h.owns("consumer", 0, topics(topic), generationID, t0(0), t0(1), "other-0", "other-1")})
-			eq(h.t, "consumer", p["consumer"], tps("topic-0, topic-1"))
-		}},
-		{"testOneConsumerMultipleTopics", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic1, 1}, {topic2, 2}}
-			p := h.assign([]memberSpec{h.sub("consumer", 0, topic1, topic2)})
-			eq(h.t, "consumer", p["consumer"], tps("topic1-0, topic2-0, topic2-1"))
-		}},
-		{"testTwoConsumersOneTopicOnePartition", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic, 1}}
-			h.assign([]memberSpec{h.sub(c1, 0, topic), h.sub(c2, 1, topic)})
-		}},
-		{"testTwoConsumersOneTopicTwoPartitions", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic, 2}}
-			p := h.assign([]memberSpec{h.sub(c1, 0, topic), h.sub(c2, 1, topic)})
-			eq(h.t, c1, p[c1], tps("topic-0"))
-			eq(h.t, c2, p[c2], tps("topic-1"))
-		}},
 		{"testMultipleConsumersMixedTopicSubscriptions", nil, func(h *harness) {
 			// Kafka's layout gives consumer1 topic1-0 and topic1-2 and
 			// consumer3 topic1-1; which of them gets two is not fixed.
@@ -197,39 +418,6 @@ func kafkaCases() []kafkaCase {
 			if len(p[c1])+len(p[c3]) != 3 || len(p[c1]) == 0 || len(p[c3]) == 0 {
 				h.t.Fatalf("topic1 not split between consumer1 and consumer3: %v", p)
 			}
-		}},
-		{"testTwoConsumersTwoTopicsSixPartitions", nil, func(h *harness) {
-			// Kafka lays unowned partitions out round-robin; this package
-			// gives each member a contiguous range (see the package doc).
-			h.cluster.topics = []topicSpec{{topic1, 3}, {topic2, 3}}
-			p := h.assign([]memberSpec{h.sub(c1, 0, topic1, topic2), h.sub(c2, 1, topic1, topic2)})
-			eq(h.t, c1, p[c1], tps("topic1-0, topic1-1, topic1-2"))
-			eq(h.t, c2, p[c2], tps("topic2-0, topic2-1, topic2-2"))
-		}},
-		{"testConsumerOwningMinQuotaExpectedMaxQuota", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic1, 2}, {topic2, 3}}
-			all := topics(topic1, topic2)
-			p := h.assign([]memberSpec{
-				h.owns(c1, 0, all, generationID, t1(0), t2(1)),
-				h.owns(c2, 1, all, generationID, t1(1), t2(2)),
-			})
-			eq(h.t, c1, p[c1], tps("topic1-0, topic2-1, topic2-0"))
-			eq(h.t, c2, p[c2], tps("topic1-1, topic2-2"))
-		}},
-		{"testMaxQuotaConsumerMoreThanNumExpectedMaxCapacityMembers", nil, func(h *harness) {
-			// Which of consumer1 and consumer2 keeps two is HashMap order in
-			// Kafka; here member order picks consumer1. Either way exactly
-			// one partition moves, to consumer3.
-			h.cluster.topics = []topicSpec{{topic1, 2}, {topic2, 2}}
-			all := topics(topic1, topic2)
-			p := h.assign([]memberSpec{
-				h.owns(c1, 0, all, generationID, t1(0), t2(0)),
-				h.owns(c2, 1, all, generationID, t1(1), t2(1)),
-				h.owns(c3, 2, all, generationID),
-			})
-			eq(h.t, c1, p[c1], tps("topic1-0, topic2-0"))
-			eq(h.t, c2, p[c2], tps("topic1-1"))
-			eq(h.t, c3, p[c3], tps("topic2-1"))
 		}},
 		{"testAllConsumersAreUnderMinQuota", nil, func(h *harness) {
 			h.cluster.topics = []topicSpec{{topic1, 2}, {topic2, 3}}
@@ -241,9 +429,8 @@ func kafkaCases() []kafkaCase {
 			})
 			containsAll(h.t, c1, p[c1], []string{t1(0)})
 			containsAll(h.t, c2, p[c2], []string{t1(1)})
-			if len(p[c1]) != 2 || len(p[c2]) != 2 || len(p[c3]) != 1 {
-				h.t.Fatalf("want 2, 2, 1 partitions: %v", p)
-			}
+			holdEach(h.t, "quotas", p, 2, c1, c2)
+			holdEach(h.t, "quotas", p, 1, c3)
 		}},
 		{"testAddRemoveConsumerOneTopic", nil, func(h *harness) {
 			h.cluster.topics = []topicSpec{{topic, 3}}
@@ -263,23 +450,15 @@ func kafkaCases() []kafkaCase {
 			h.cluster.topics = []topicSpec{{topic1, 12}, {topic2, 12}}
 			all := topics(topic1, topic2)
 			p := h.assign([]memberSpec{h.sub(c1, 0, all...)})
-			if len(p[c1]) != 24 {
-				h.t.Fatalf("one consumer should own all 24: %v", p)
-			}
+			holdEach(h.t, "one consumer", p, 24, c1)
 			p = h.assign([]memberSpec{h.owns(c1, 0, all, generationID, p[c1]...), h.owns(c2, 1, all, generationID)})
 			p = h.assign([]memberSpec{
 				h.owns(c1, 0, all, generationID, p[c1]...), h.owns(c2, 1, all, generationID, p[c2]...),
 				h.owns(c3, 2, all, generationID), h.owns(c4, 3, all, generationID),
 			})
-			for _, c := range []string{c1, c2, c3, c4} {
-				if len(p[c]) != 6 {
-					h.t.Fatalf("%s: want 6 partitions: %v", c, p)
-				}
-			}
+			holdEach(h.t, "four consumers", p, 6, c1, c2, c3, c4)
 			p = h.assign([]memberSpec{h.owns(c3, 2, all, generationID, p[c3]...), h.owns(c4, 3, all, generationID, p[c4]...)})
-			if len(p[c3]) != 12 || len(p[c4]) != 12 {
-				h.t.Fatalf("want 12 each: %v", p)
-			}
+			holdEach(h.t, "two consumers", p, 12, c3, c4)
 		}},
 		{"testAddRemoveTwoConsumersTwoTopics", nil, func(h *harness) {
 			h.cluster.topics = []topicSpec{{topic1, 3}, {topic2, 4}}
@@ -294,26 +473,13 @@ func kafkaCases() []kafkaCase {
 				h.t.Fatalf("want all 7: %v", p)
 			}
 		}},
-		{"testPoorRoundRobinAssignmentScenario", nil, func(h *harness) {
-			for i := 1; i <= 5; i++ {
-				h.cluster.topics = append(h.cluster.topics, topicSpec{fmt.Sprintf("topic%d", i), int32(i%2 + 1)})
-			}
-			h.assign([]memberSpec{
-				h.sub("consumer1", 0, "topic1", "topic2", "topic3", "topic4", "topic5"),
-				h.sub("consumer2", 1, "topic1", "topic3", "topic5"),
-				h.sub("consumer3", 2, "topic1", "topic3", "topic5"),
-				h.sub("consumer4", 3, "topic1", "topic2", "topic3", "topic4", "topic5"),
-			})
-		}},
 		{"testAddRemoveTopicTwoConsumers", nil, func(h *harness) {
 			h.cluster.topics = []topicSpec{{topic, 3}}
 			p1 := h.assign([]memberSpec{h.sub(c1, 0, topic), h.sub(c2, 1, topic)})
 			h.cluster.topics = append(h.cluster.topics, topicSpec{topic2, 3})
 			both := topics(topic, topic2)
 			p2 := h.assign([]memberSpec{h.owns(c1, 0, both, generationID, p1[c1]...), h.owns(c2, 1, both, generationID, p1[c2]...)})
-			if len(p2[c1]) != 3 || len(p2[c2]) != 3 {
-				h.t.Fatalf("want 3 each: %v", p2)
-			}
+			holdEach(h.t, "topic added", p2, 3, c1, c2)
 			containsAll(h.t, c1, p2[c1], p1[c1])
 			containsAll(h.t, c2, p2[c2], p1[c2])
 			h.cluster.topics = h.cluster.topics[1:]
@@ -322,102 +488,21 @@ func kafkaCases() []kafkaCase {
 			containsAll(h.t, c2, p2[c2], p3[c2])
 		}},
 		{"testReassignmentAfterOneConsumerLeaves", nil, func(h *harness) {
-			var ms []memberSpec
-			for i := 1; i < 20; i++ {
-				h.cluster.topics = append(h.cluster.topics, topicSpec{padded("t", i, 20), int32(i)})
-			}
-			for i := 1; i < 20; i++ {
-				var ts []string
-				for j := 1; j <= i; j++ {
-					ts = append(ts, padded("t", j, 20))
-				}
-				ms = append(ms, h.sub(padded("c", i, 20), i, ts...))
-			}
-			p := h.assign(ms)
-			ms = feedBack(ms, p, generationID)
-			ms = slices.DeleteFunc(ms, func(m memberSpec) bool { return m.id == "c10" })
-			h.assign(ms)
+			names := h.addTopics("t", 1, 19, 20, func(i int) int32 { return int32(i) })
+			ms := h.consumers(1, 19, 20, func(i int) []string { return names[:i] })
+			h.twoRounds(ms, func(ms []memberSpec) []memberSpec { return without(ms, "c10") })
 		}},
 		{"testReassignmentAfterOneConsumerAdded", nil, func(h *harness) {
 			h.cluster.topics = []topicSpec{{"topic", 20}}
-			var ms []memberSpec
-			for i := 1; i < 10; i++ {
-				ms = append(ms, h.sub(padded("c", i, 10), i, "topic"))
-			}
+			ms := h.consumers(1, 9, 10, func(int) []string { return topics("topic") })
 			h.assign(ms)
 			ms = append(ms, h.sub(padded("c", 10, 10), 10, "topic"))
 			h.assign(ms)
 		}},
 		{"testSameSubscriptions", nil, func(h *harness) {
-			var all []string
-			for i := 1; i < 15; i++ {
-				h.cluster.topics = append(h.cluster.topics, topicSpec{padded("t", i, 15), int32(i)})
-				all = append(all, padded("t", i, 15))
-			}
-			var ms []memberSpec
-			for i := 1; i < 9; i++ {
-				ms = append(ms, h.sub(padded("c", i, 9), i, all...))
-			}
-			p := h.assign(ms)
-			ms = feedBack(ms, p, generationID)
-			ms = slices.DeleteFunc(ms, func(m memberSpec) bool { return m.id == padded("c", 5, 9) })
-			h.assign(ms)
-		}},
-		{"testLargeAssignmentAndGroupWithUniformSubscription (scaled down; full size in benchmarks)", nil, func(h *harness) {
-			nt, np, nc := 50, 200, 200
-			var all []string
-			for i := range nt {
-				h.cluster.topics = append(h.cluster.topics, topicSpec{padded("t", i, nt), int32(np)})
-				all = append(all, padded("t", i, nt))
-			}
-			var ms []memberSpec
-			for i := range nc {
-				ms = append(ms, h.sub(padded("c", i, nc), i, all...))
-			}
-			p := h.assign(ms)
-			ms = feedBack(ms, p, generationID)
-			ms[0] = h.sub(ms[0].id, 0, all...)
-			h.assign(ms)
-		}},
-		{"testLargeAssignmentAndGroupWithNonEqualSubscription (scaled down)", nil, func(h *harness) {
-			nt, np, nc := 50, 200, 200
-			var all []string
-			for i := range nt {
-				h.cluster.topics = append(h.cluster.topics, topicSpec{padded("t", i, nt), int32(np)})
-				all = append(all, padded("t", i, nt))
-			}
-			var ms []memberSpec
-			for i := range nc {
-				ts := all
-				if i == nc-1 {
-					ts = all[:1]
-				}
-				ms = append(ms, h.sub(padded("c", i, nc), i, ts...))
-			}
-			p := h.assign(ms)
-			ms = feedBack(ms, p, generationID)
-			ms[0] = h.sub(ms[0].id, 0, all...)
-			h.assign(ms)
-		}},
-		{"testAssignmentAndGroupWithNonEqualSubscriptionNotTimeout", nil, func(h *harness) {
-			nt, np, nc := 100, 200, 500
-			var all []string
-			for i := range nt {
-				h.cluster.topics = append(h.cluster.topics, topicSpec{padded("t", i, nt), int32(np)})
-				all = append(all, padded("t", i, nt))
-			}
-			var ms []memberSpec
-			for i := range nc {
-				ts := all[nt/2:]
-				if i%4 == 0 {
-					ts = all[:nt/2]
-				}
-				ms = append(ms, h.sub(padded("c", i, nc), i, ts...))
-			}
-			p := h.assign(ms)
-			ms = feedBack(ms, p, generationID)
-			ms[0] = h.sub(ms[0].id, 0, ms[0].topics...)
-			h.assign(ms)
+			all := h.addTopics("t", 1, 14, 15, func(i int) int32 { return int32(i) })
+			ms := h.consumers(1, 8, 9, func(int) []string { return all })
+			h.twoRounds(ms, func(ms []memberSpec) []memberSpec { return without(ms, padded("c", 5, 9)) })
 		}},
 		{"testSubscriptionNotEqualAndAssignSamePartitionWith3Generation", nil, func(h *harness) {
 			h.cluster.topics = []topicSpec{{topic, 6}, {topic1, 1}}
@@ -438,51 +523,34 @@ func kafkaCases() []kafkaCase {
 		{"testLargeAssignmentWithMultipleConsumersLeavingAndRandomSubscription", nil, func(h *harness) {
 			rnd := rand.New(rand.NewPCG(1, 2))
 			nt, nc := 40, 200
-			for i := range nt {
-				h.cluster.topics = append(h.cluster.topics, topicSpec{padded("t", i, nt), int32(rnd.IntN(10) + 1)})
-			}
-			var ms []memberSpec
-			for i := range nc {
+			h.addTopics("t", 0, nt-1, nt, func(int) int32 { return int32(rnd.IntN(10) + 1) })
+			ms := h.consumers(0, nc-1, nc, func(int) []string {
 				var ts []string
 				for range rnd.IntN(20) {
 					ts = append(ts, padded("t", rnd.IntN(nt), nt))
 				}
-				ms = append(ms, h.sub(padded("c", i, nc), i, ts...))
-			}
-			p := h.assign(ms)
-			ms = feedBack(ms, p, generationID)
-			ms[0] = h.sub(ms[0].id, 0, ms[0].topics...)
-			for range 50 {
-				gone := padded("c", rnd.IntN(nc), nc)
-				ms = slices.DeleteFunc(ms, func(m memberSpec) bool { return m.id == gone })
-			}
-			h.assign(ms)
+				return ts
+			})
+			h.twoRounds(ms, func(ms []memberSpec) []memberSpec {
+				ms = h.rejoinFirst(ms)
+				for range 50 {
+					ms = without(ms, padded("c", rnd.IntN(nc), nc))
+				}
+				return ms
+			})
 		}},
 		{"testNewSubscription", nil, func(h *harness) {
-			for i := 1; i < 5; i++ {
-				h.cluster.topics = append(h.cluster.topics, topicSpec{padded("t", i, 5), 1})
-			}
-			var ms []memberSpec
-			for i := range 3 {
+			h.addTopics("t", 1, 4, 5, func(int) int32 { return 1 })
+			ms := h.consumers(0, 2, 3, func(i int) []string {
 				var ts []string
 				for j := i; j <= 3*i-2; j++ {
 					ts = append(ts, padded("t", j, 5))
 				}
-				ms = append(ms, h.sub(padded("c", i, 3), i, ts...))
-			}
+				return ts
+			})
 			h.assign(ms)
 			ms[0].topics = append(ms[0].topics, padded("t", 1, 5))
 			h.assign(ms)
-		}},
-		{"testMoveExistingAssignments", nil, func(h *harness) {
-			for i := 1; i <= 6; i++ {
-				h.cluster.topics = append(h.cluster.topics, topicSpec{fmt.Sprintf("topic%d", i), 1})
-			}
-			h.assign([]memberSpec{
-				h.owns(c1, 0, topics("topic1", "topic2"), generationID, "topic1-0"),
-				h.owns(c2, 1, topics("topic1", "topic2", "topic3", "topic4"), generationID, "topic2-0", "topic3-0"),
-				h.owns(c3, 2, topics("topic2", "topic3", "topic4", "topic5", "topic6"), generationID, "topic4-0", "topic5-0", "topic6-0"),
-			})
 		}},
 		{"testStickiness", nil, func(h *harness) {
 			h.cluster.topics = []topicSpec{{topic1, 3}}
@@ -501,10 +569,8 @@ func kafkaCases() []kafkaCase {
 				h.owns(c3, 2, topics(topic1), generationID, p[c3]...),
 				h.owns(c4, 3, topics(topic1), generationID, p[c4]...),
 			})
+			holdEach(h.t, "after consumer1 left", q, 1, c2, c3, c4)
 			for id, list := range q {
-				if len(list) != 1 {
-					h.t.Fatalf("%s should have exactly one: %v", id, q)
-				}
 				if had, ok := before[id]; ok && list[0] != had {
 					h.t.Fatalf("stickiness not honored for %s: had %s, got %s", id, had, list[0])
 				}
@@ -513,9 +579,7 @@ func kafkaCases() []kafkaCase {
 		{"testAssignmentUpdatedForDeletedTopic", nil, func(h *harness) {
 			h.cluster.topics = []topicSpec{{topic1, 1}, {topic3, 100}}
 			p := h.assign([]memberSpec{h.sub("consumer", 0, topic1, topic2, topic3)})
-			if len(p["consumer"]) != 101 {
-				h.t.Fatalf("want 101 partitions, got %d", len(p["consumer"]))
-			}
+			holdEach(h.t, "topic2 deleted", p, 101, "consumer")
 		}},
 		{"testNoExceptionThrownWhenOnlySubscribedTopicDeleted", nil, func(h *harness) {
 			h.cluster.topics = []topicSpec{{topic, 3}}
@@ -523,52 +587,6 @@ func kafkaCases() []kafkaCase {
 			h.cluster.topics = nil
 			p = h.assign([]memberSpec{h.owns("consumer", 0, topics(topic), generationID, p["consumer"]...)})
 			eq(h.t, "consumer", p["consumer"], nil)
-		}},
-		{"testAllConsumersReachExpectedQuotaAndAreConsideredFilled", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic, 4}}
-			p := h.assign([]memberSpec{
-				h.owns(c1, 0, topics(topic), generationID, t0(0), t0(1)),
-				h.owns(c2, 1, topics(topic), generationID, t0(2)),
-				h.owns(c3, 2, topics(topic), generationID),
-			})
-			eq(h.t, c1, p[c1], tps("topic-0, topic-1"))
-			eq(h.t, c2, p[c2], tps("topic-2"))
-			eq(h.t, c3, p[c3], tps("topic-3"))
-		}},
-		{"testOwnedPartitionsAreInvalidatedForConsumerWithStaleGeneration", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic, 3}, {topic2, 3}}
-			both := topics(topic, topic2)
-			p := h.assign([]memberSpec{
-				h.owns(c1, 0, both, 10, t0(0), t0(2), t2(1)),
-				h.owns(c2, 1, both, 9, t0(0), t0(2), t2(1)),
-			})
-			eq(h.t, c1, p[c1], []string{t0(0), t0(2), t2(1)})
-			eq(h.t, c2, p[c2], []string{t0(1), t2(0), t2(2)})
-		}},
-		{"testOwnedPartitionsAreInvalidatedForConsumerWithNoGeneration", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic, 3}, {topic2, 3}}
-			both := topics(topic, topic2)
-			p := h.assign([]memberSpec{
-				h.owns(c1, 0, both, 10, t0(0), t0(2), t2(1)),
-				h.owns(c2, 1, both, -1, t0(0), t0(2), t2(1)),
-			})
-			eq(h.t, c1, p[c1], []string{t0(0), t0(2), t2(1)})
-			eq(h.t, c2, p[c2], []string{t0(1), t2(0), t2(2)})
-		}},
-		{"testPartitionsTransferringOwnershipIncludeThePartitionClaimedByMultipleConsumersInSameGeneration", nil, func(h *harness) {
-			// Also StickyAssignorTest's and CooperativeStickyAssignorTest's
-			// ...InSameGenerationWithEqualPartitionsPerConsumer. The
-			// cooperative target gives consumer3 topic-0; the host withholds
-			// it until both claimants have revoked it.
-			h.cluster.topics = []topicSpec{{topic, 3}}
-			p := h.assign([]memberSpec{
-				h.owns(c1, 0, topics(topic), generationID, t0(0), t0(1)),
-				h.owns(c2, 1, topics(topic), generationID, t0(0), t0(2)),
-				h.owns(c3, 2, topics(topic), generationID),
-			})
-			eq(h.t, c1, p[c1], []string{t0(1)})
-			eq(h.t, c2, p[c2], []string{t0(2)})
-			eq(h.t, c3, p[c3], []string{t0(0)})
 		}},
 		{"testAllConsumersHaveOwnedPartitionInvalidatedWhenClaimedByMultipleConsumersInSameGenerationWithUnequalPartitionsPerConsumer", nil, func(h *harness) {
 			// Kafka gives the extra partition to consumer1 (topic-3) and
@@ -585,57 +603,6 @@ func kafkaCases() []kafkaCase {
 				h.t.Fatalf("want consumer1 to keep topic-1 and take one more, consumer3 one: %v", p)
 			}
 		}},
-		{"testEnsurePartitionsAssignedToHighestGeneration", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic, 3}, {topic2, 3}, {topic3, 3}}
-			all := topics(topic, topic2, topic3)
-			p := h.assign([]memberSpec{
-				h.owns(c1, 0, all, 10, t0(0), t2(0), t3(0)),
-				h.owns(c2, 1, all, 9, t0(1), t2(1), t3(1)),
-				h.owns(c3, 2, all, 8, t2(1), t3(0), t3(2)),
-			})
-			eq(h.t, c1, p[c1], []string{t0(0), t2(0), t3(0)})
-			eq(h.t, c2, p[c2], []string{t0(1), t2(1), t3(1)})
-			eq(h.t, c3, p[c3], []string{t0(2), t2(2), t3(2)})
-		}},
-		{"testNoReassignmentOnCurrentMembers", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic, 3}, {topic1, 3}, {topic2, 3}, {topic3, 3}}
-			all := topics(topic, topic2, topic3, topic1)
-			p := h.assign([]memberSpec{
-				h.owns(c1, 0, all, -1),
-				h.owns(c2, 1, all, 9, t0(0), t2(0), t1(0)),
-				h.owns(c3, 2, all, 8, t3(2), t2(2), t1(1)),
-				h.owns(c4, 3, all, 7, t3(1), t0(1), t0(2)),
-			})
-			eq(h.t, c1, p[c1], []string{t1(2), t2(1), t3(0)})
-		}},
-		{"testOwnedPartitionsAreInvalidatedForConsumerWithMultipleGeneration", nil, func(h *harness) {
-			h.cluster.topics = []topicSpec{{topic, 3}, {topic2, 3}}
-			both := topics(topic, topic2)
-			p := h.assign([]memberSpec{
-				h.owns(c1, 0, both, 10, t0(0), t2(1), t0(1)),
-				h.owns(c2, 1, both, 8, t0(0), t2(1), t2(2)),
-			})
-			eq(h.t, c1, p[c1], []string{t0(0), t2(1), t0(1)})
-			eq(h.t, c2, p[c2], []string{t0(2), t2(2), t2(0)})
-		}},
-		{"testAssignmentWithMultipleGenerations1 (all subscriptions equal)", nil, func(h *harness) {
-			multipleGenerations1(h, true)
-		}},
-		{"testAssignmentWithMultipleGenerations1 (subscriptions differ)", nil, func(h *harness) {
-			multipleGenerations1(h, false)
-		}},
-		{"testAssignmentWithMultipleGenerations2 (all subscriptions equal)", nil, func(h *harness) {
-			multipleGenerations2(h, true)
-		}},
-		{"testAssignmentWithMultipleGenerations2 (subscriptions differ)", nil, func(h *harness) {
-			multipleGenerations2(h, false)
-		}},
-		{"testAssignmentWithConflictingPreviousGenerations (all subscriptions equal)", nil, func(h *harness) {
-			conflictingPreviousGenerations(h, true)
-		}},
-		{"testAssignmentWithConflictingPreviousGenerations (subscriptions differ)", nil, func(h *harness) {
-			conflictingPreviousGenerations(h, false)
-		}},
 		{"testSchemaBackwardCompatibility", []kind{eager}, func(h *harness) {
 			h.cluster.topics = []topicSpec{{topic, 3}}
 			p := h.assign([]memberSpec{
@@ -643,9 +610,7 @@ func kafkaCases() []kafkaCase {
 				{id: c2, topics: topics(topic), rack: h.rack(1), userData: stickyUserData([]string{t0(1)}, 0, false), owned: []string{t0(1)}, gen: -1},
 				h.sub(c3, 2, topic),
 			})
-			if len(p[c1]) != 1 || len(p[c2]) != 1 || len(p[c3]) != 1 {
-				h.t.Fatalf("want one each: %v", p)
-			}
+			holdEach(h.t, "three consumers", p, 1, c1, c2, c3)
 			containsAll(h.t, c1, []string{t0(0), t0(2)}, p[c1])
 			eq(h.t, c2, p[c2], []string{t0(1)})
 		}},
@@ -670,7 +635,7 @@ func kafkaCases() []kafkaCase {
 			// Replication factor 1 over racks a and b: topic1-0 and -2 on a,
 			// -1 and -3 on b. Each consumer owns one partition off its rack,
 			// so exactly those two change owner.
-			h.cluster = cluster{topics: []topicSpec{{topic1, 4}}, placement: &placement{rf: 1, brokerRacks: []string{"a", "b"}}}
+			h.cluster = cluster{topics: []topicSpec{{topic1, 4}}, placement: &assignortest.Placement{RF: 1, BrokerRacks: []string{"a", "b"}, SameStart: true}}
 			h.rackMode = true
 			p := h.assign([]memberSpec{
 				{id: "c0", rack: "a", topics: topics(topic1), owned: []string{t1(0), t1(1)}, gen: generationID},
@@ -695,15 +660,9 @@ func multipleGenerations1(h *harness, equal bool) {
 		c2topics = topics("topic")
 	}
 	r1 := h.assign([]memberSpec{h.sub(c1, 0, all...), h.sub(c2, 1, c2topics...), h.sub(c3, 2, all...)})
-	for _, c := range []string{c1, c2, c3} {
-		if len(r1[c]) != 4 {
-			h.t.Fatalf("round 1: want 4 each: %v", r1)
-		}
-	}
+	holdEach(h.t, "round 1", r1, 4, c1, c2, c3)
 	r2 := h.assign([]memberSpec{h.owns(c1, 0, all, generationID, r1[c1]...), h.owns(c2, 1, c2topics, generationID, r1[c2]...)})
-	if len(r2[c1]) != 6 || len(r2[c2]) != 6 {
-		h.t.Fatalf("round 2: want 6 each: %v", r2)
-	}
+	holdEach(h.t, "round 2", r2, 6, c1, c2)
 	if equal {
 		containsAll(h.t, "round 2 "+c1, r2[c1], r1[c1])
 	}
@@ -716,9 +675,7 @@ func multipleGenerations1(h *harness, equal bool) {
 		h.t.Fatalf("round 2: consumer2 should have taken some of consumer3's: %v %v", r2, r1)
 	}
 	r3 := h.assign([]memberSpec{h.owns(c2, 1, c2topics, 2, r2[c2]...), h.owns(c3, 2, all, 1, r1[c3]...)})
-	if len(r3[c2]) != 6 || len(r3[c3]) != 6 {
-		h.t.Fatalf("round 3: want 6 each: %v", r3)
-	}
+	holdEach(h.t, "round 3", r3, 6, c2, c3)
 }
 
 // multipleGenerations2 is StickyAssignorTest.testAssignmentWithMultipleGenerations2.
@@ -731,26 +688,16 @@ func multipleGenerations2(h *harness, equal bool) {
 		c1topics, c3topics = topics("topic"), topics("topic", "topic2")
 	}
 	r1 := h.assign([]memberSpec{h.sub(c1, 0, c1topics...), h.sub(c2, 1, all...), h.sub(c3, 2, c3topics...)})
-	for _, c := range []string{c1, c2, c3} {
-		if len(r1[c]) != 4 {
-			h.t.Fatalf("round 1: want 4 each: %v", r1)
-		}
-	}
+	holdEach(h.t, "round 1", r1, 4, c1, c2, c3)
 	r2 := h.assign([]memberSpec{h.owns(c2, 1, all, 1, r1[c2]...)})
-	if len(r2[c2]) != 12 {
-		h.t.Fatalf("round 2: want all 12: %v", r2)
-	}
+	holdEach(h.t, "round 2", r2, 12, c2)
 	containsAll(h.t, "round 2", r2[c2], r1[c2])
 	r3 := h.assign([]memberSpec{
 		h.owns(c1, 0, c1topics, 1, r1[c1]...),
 		h.owns(c2, 1, all, 2, r2[c2]...),
 		h.owns(c3, 2, c3topics, 1, r1[c3]...),
 	})
-	for _, c := range []string{c1, c2, c3} {
-		if len(r3[c]) != 4 {
-			h.t.Fatalf("round 3: want 4 each: %v", r3)
-		}
-	}
+	holdEach(h.t, "round 3", r3, 4, c1, c2, c3)
 }
 
 // conflictingPreviousGenerations is
@@ -772,11 +719,7 @@ func conflictingPreviousGenerations(h *harness, equal bool) {
 		h.owns(c2, 1, c2topics, 2, c2owned...),
 		h.owns(c3, 2, all, 2, c3owned...),
 	})
-	for _, c := range []string{c1, c2, c3} {
-		if len(p[c]) != 4 {
-			h.t.Fatalf("want 4 each: %v", p)
-		}
-	}
+	holdEach(h.t, "conflicting generations", p, 4, c1, c2, c3)
 	containsAll(h.t, c2, c2owned, p[c2])
 	containsAll(h.t, c3, c3owned, p[c3])
 }

@@ -87,11 +87,8 @@ func TestSticky_CorruptUserDataMeansNoOwnership(t *testing.T) {
 			if got := claimsByName(t, eager, req); len(got["a"]) != 0 {
 				t.Fatalf("corrupt user data gave claims %v", got)
 			}
-			resp, err := AssignSticky(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkAll(t, c, ms, planOf(t, req, resp), false)
+			_, p := eager.run(t, req)
+			checkAll(t, c, ms, p, false)
 		})
 	}
 	// Random bytes, and random cuts of valid user data, never panic.
@@ -175,11 +172,7 @@ func TestSticky_OwnershipThatCannotStay(t *testing.T) {
 				req.Members[i].Owned[0].Partitions = append(req.Members[i].Owned[0].Partitions, -3)
 			}
 		}
-		resp, err := k.assign(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := planOf(t, req, resp)
+		_, p := k.run(t, req)
 		checkAll(t, c, ms, p, false)
 		containsAll(t, "m1", p["m1"], []string{"a-0", "a-1"})
 		containsAll(t, "m2", p["m2"], []string{"b-1", "b-2"})
@@ -229,11 +222,7 @@ func TestSticky_StickyWritesUserData(t *testing.T) {
 	c := cluster{topics: []topicSpec{{"x", 5}, {"y", 3}}}
 	ms := []memberSpec{sub("m1", "x", "y"), sub("m2", "x", "y"), sub("m3", "y")}
 	req := c.request(eager, 42, ms)
-	resp, err := AssignSticky(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := planOf(t, req, resp)
+	resp, p := eager.run(t, req)
 	checkUserData(t, req, resp, p)
 	for _, ma := range resp.Members {
 		if n := binary.BigEndian.Uint32(ma.UserData[len(ma.UserData)-4:]); n != 42 {
@@ -241,11 +230,7 @@ func TestSticky_StickyWritesUserData(t *testing.T) {
 		}
 	}
 	// The cooperative assignor writes none.
-	req = c.request(coop, 42, ms)
-	resp, err = AssignCooperative(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, _ = coop.run(t, c.request(coop, 42, ms))
 	for _, ma := range resp.Members {
 		if ma.UserData != nil {
 			t.Fatalf("cooperative assignment carries user data %x", ma.UserData)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/wasmassign/wasmassign/sdk/go/abi"
+	"github.com/wasmassign/wasmassign/plugins/internal/assignortest"
 )
 
 // randomSublist is AbstractStickyAssignorTest.getRandomSublist: the list
@@ -130,7 +130,7 @@ func TestSticky_IndependentOfRequestOrder(t *testing.T) {
 				c.topics = append(c.topics, topicSpec{names[i], int32(rnd.IntN(20))})
 			}
 			if round%2 == 0 {
-				c.placement = &placement{rf: 2, brokerRacks: []string{"a", "b", "c", "a"}}
+				c.placement = &assignortest.Placement{RF: 2, BrokerRacks: []string{"a", "b", "c", "a"}, SameStart: true}
 			}
 			var ms []memberSpec
 			for i := range 1 + rnd.IntN(12) {
@@ -146,66 +146,18 @@ func TestSticky_IndependentOfRequestOrder(t *testing.T) {
 				}
 				ms = append(ms, m)
 			}
-			req := c.request(k, 1, ms)
-			first, err := k.assign(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := planOf(t, req, first)
+			_, want := k.run(t, c.request(k, 1, ms))
 			// Feed the first answer back, then ask again on shuffled copies.
-			ms = feedBack(ms, want, 1)
-			req = c.request(k, 2, ms)
-			second, err := k.assign(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want = planOf(t, req, second)
+			req := c.request(k, 2, feedBack(ms, want, 1))
+			_, want = k.run(t, req)
 			for range 3 {
-				shuffled := shuffleRequest(rnd, req)
-				resp, err := k.assign(shuffled)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := planOf(t, shuffled, resp); fmt.Sprint(got) != fmt.Sprint(want) {
+				shuffled := assignortest.Shuffled(rnd, req)
+				if _, got := k.run(t, shuffled); fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("%s round %d: shuffled request gave\n%v\nwant\n%v", k, round, got, want)
 				}
 			}
 		}
 	}
-}
-
-// shuffleRequest returns a copy of req with its members and topics in a
-// random order, every topic reference renumbered.
-func shuffleRequest(rnd *rand.Rand, req *abi.Request) *abi.Request {
-	out := *req
-	perm := rnd.Perm(len(req.Topics))
-	newIndex := make([]int32, len(req.Topics))
-	out.Topics = make([]abi.Topic, len(req.Topics))
-	for i, j := range perm {
-		out.Topics[i] = req.Topics[j]
-		newIndex[j] = int32(i)
-	}
-	remap := func(tps []abi.TopicPartitions) []abi.TopicPartitions {
-		var o []abi.TopicPartitions
-		for _, tp := range tps {
-			o = append(o, abi.TopicPartitions{Topic: newIndex[tp.Topic], Partitions: tp.Partitions})
-		}
-		return o
-	}
-	out.Members = make([]abi.Member, len(req.Members))
-	for i, j := range rnd.Perm(len(req.Members)) {
-		m := req.Members[j]
-		var ts []int32
-		for _, t := range m.Topics {
-			ts = append(ts, newIndex[t])
-		}
-		slices.Sort(ts)
-		m.Topics = ts
-		m.Owned = remap(m.Owned)
-		m.Previous = remap(m.Previous)
-		out.Members[i] = m
-	}
-	return &out
 }
 
 // TestSticky_MembersInKafkaOrder checks that the first assignment lays
@@ -217,12 +169,7 @@ func TestSticky_MembersInKafkaOrder(t *testing.T) {
 	ms[1].instance = "z"
 	ms[3].instance = "y"
 	for _, k := range bothKinds {
-		req := c.request(k, 1, ms)
-		resp, err := k.assign(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := planOf(t, req, resp)
+		_, p := k.run(t, c.request(k, 1, ms))
 		want := plan{"d": {"t-0"}, "b": {"t-1"}, "a": {"t-2"}, "c": {"t-3"}}
 		if fmt.Sprint(p) != fmt.Sprint(want) {
 			t.Fatalf("%s: got %v, want %v", k, p, want)
@@ -246,12 +193,7 @@ func TestSticky_InitialAssignmentIsContiguous(t *testing.T) {
 		}
 	}
 	for _, k := range bothKinds {
-		req := c.request(k, 1, ms)
-		resp, err := k.assign(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := planOf(t, req, resp)
+		_, p := k.run(t, c.request(k, 1, ms))
 		at := 0
 		for i := range ms {
 			got := p[fmt.Sprintf("m%d", i)]

@@ -1,12 +1,16 @@
 package sticky
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/wasmassign/wasmassign/plugins/internal/groupview"
+)
 
 // racks is what rack mode (KIP-881) needs: each member's rack and, for each
 // replica set of the request, the set of racks its brokers are on, as bits.
-// Rack ids below consumerRacks are racks some member is on; the others are
-// racks only brokers are on, which count when deciding whether rack mode
-// applies and never match a member.
+// Rack ids are groupview.Racks': those below consumerRacks are racks some
+// member is on; the others are racks only brokers are on, which count when
+// deciding whether rack mode applies and never match a member.
 type racks struct {
 	// member[m] is member m's rack id, or -1 when it has none: a member
 	// without a rack matches every partition.
@@ -30,38 +34,12 @@ type racks struct {
 // when rack mode is off.
 func newRacks(g *group) *racks {
 	req := g.req
-	ids := map[string]int32{}
-	member := make([]int32, len(req.Members))
-	someRack := false
-	for m := range req.Members {
-		member[m] = -1
-		if name := req.Members[m].Rack; name != "" {
-			id, ok := ids[name]
-			if !ok {
-				id = int32(len(ids))
-				ids[name] = id
-			}
-			member[m] = id
-			someRack = true
-		}
-	}
-	if !someRack {
+	numbered := groupview.NewRacks(req)
+	if numbered == nil {
 		return nil
 	}
-	consumerRacks := len(ids)
-	brokerRack := make(map[int32]int32, len(req.Brokers))
-	for _, b := range req.Brokers {
-		if b.Rack == "" {
-			continue
-		}
-		id, ok := ids[b.Rack]
-		if !ok {
-			id = int32(len(ids))
-			ids[b.Rack] = id
-		}
-		brokerRack[b.ID] = id
-	}
-	rk := &racks{member: member, consumerRacks: consumerRacks, words: (len(ids) + 63) / 64}
+	rk := &racks{member: numbered.Member, consumerRacks: int(numbered.MemberRacks), words: (int(numbered.Total) + 63) / 64}
+	brokerRack := numbered.Broker
 	rk.masks = make([]uint64, len(req.ReplicaSets)*rk.words)
 	for s, set := range req.ReplicaSets {
 		mask := rk.masks[s*rk.words : (s+1)*rk.words]
@@ -109,8 +87,8 @@ func newRacks(g *group) *racks {
 	if !differs {
 		return nil
 	}
-	rk.onRack = make([]int32, consumerRacks)
-	for _, id := range member {
+	rk.onRack = make([]int32, rk.consumerRacks)
+	for _, id := range rk.member {
 		if id >= 0 {
 			rk.onRack[id]++
 		}
@@ -204,4 +182,17 @@ func (rk *racks) candidates(s int32) int32 {
 	rk.eachRack(s, func(k int32) { n += rk.onRack[k] })
 	rk.cand[s] = n + 1
 	return n
+}
+
+// byCandidates returns the order in which the rack-matching passes visit
+// parts, and each part's candidates: partitions with the fewest
+// rack-matching members go first (Kafka's sortPartitionsByRackConsumers),
+// and a stable counting sort by that number keeps them in partition order
+// otherwise.
+func (rk *racks) byCandidates(parts []freePartition) (order, cands []int32) {
+	cands = make([]int32, len(parts))
+	for i := range parts {
+		cands[i] = rk.candidates(parts[i].set)
+	}
+	return countingOrder(cands), cands
 }

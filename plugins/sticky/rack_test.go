@@ -6,38 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/wasmassign/wasmassign/sdk/go/abi"
+	"github.com/wasmassign/wasmassign/plugins/internal/assignortest"
 )
-
-// racksOf is AbstractPartitionAssignorTest.racks(n).
-func racksOf(n int) []string { return allRacks[:n] }
-
-// nullRacks is AbstractPartitionAssignorTest.nullRacks(n).
-func nullRacks(n int) []string { return make([]string, n) }
-
-// rackMismatches counts the partitions given to a member with a rack that
-// have no replica on that rack, as Kafka's verifyRackAssignment does.
-func rackMismatches(req *abi.Request, resp *abi.Response) int {
-	brokerRack := map[int32]string{}
-	for _, b := range req.Brokers {
-		brokerRack[b.ID] = b.Rack
-	}
-	n := 0
-	for _, ma := range resp.Members {
-		rack := req.Members[ma.Member].Rack
-		if rack == "" {
-			continue
-		}
-		for _, tp := range ma.Partitions {
-			for _, p := range tp.Partitions {
-				if !slices.ContainsFunc(req.Replicas(tp.Topic, p), func(b int32) bool { return brokerRack[b] == rack }) {
-					n++
-				}
-			}
-		}
-	}
-	return n
-}
 
 // rackCase is one verifyRackAssignment call of Kafka's
 // testRackAwareAssignmentWith{Uniform,NonEqual}Subscription: topics t1 (6),
@@ -47,12 +17,11 @@ func rackMismatches(req *abi.Request, resp *abi.Response) int {
 // does not check; rack alignment is best effort, so this package must do at
 // least as well.
 type rackCase struct {
-	rf                        int
-	brokerRacks, memberRacks  []string
-	owned                     []string // per consumer, "t1-0, t1-3"; nil for none
-	maxMismatch               int
-	wantOwnedKept             bool // owned is rack-aligned and balanced: nothing may move
-	cooperativeOnly, eagerOff bool
+	rf                       int
+	brokerRacks, memberRacks []string
+	owned                    []string // per consumer, "t1-0, t1-3"; nil for none
+	maxMismatch              int
+	wantOwnedKept            bool // owned is rack-aligned and balanced: nothing may move
 }
 
 func TestSticky_KafkaRackAwareAssignment(t *testing.T) {
@@ -61,33 +30,33 @@ func TestSticky_KafkaRackAwareAssignment(t *testing.T) {
 	misaligned := []string{"t1-0, t1-1, t1-2, t1-3, t1-4", "t1-5, t2-0, t2-1, t2-2, t2-3", "t2-4, t2-5, t2-6, t3-0, t3-1"}
 	aligned := []string{"t1-0, t1-3, t2-0, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t3-0", "t1-2, t1-5, t2-2, t2-5, t3-1"}
 	common := []rackCase{
-		{rf: 3, brokerRacks: nullRacks(3), memberRacks: racksOf(3), maxMismatch: -1},
-		{rf: 3, brokerRacks: racksOf(3), memberRacks: nullRacks(3), maxMismatch: -1},
-		{rf: 3, brokerRacks: racksOf(3), memberRacks: racksOf(3), maxMismatch: 0},
-		{rf: 4, brokerRacks: racksOf(4), memberRacks: racksOf(3), maxMismatch: 0},
-		{rf: 3, brokerRacks: racksOf(3), memberRacks: []string{"d", "e", "f"}, maxMismatch: -1},
-		{rf: 3, brokerRacks: racksOf(3), memberRacks: []string{"", "e", "f"}, maxMismatch: -1},
+		{rf: 3, brokerRacks: assignortest.NullRacks(3), memberRacks: assignortest.Racks(3), maxMismatch: -1},
+		{rf: 3, brokerRacks: assignortest.Racks(3), memberRacks: assignortest.NullRacks(3), maxMismatch: -1},
+		{rf: 3, brokerRacks: assignortest.Racks(3), memberRacks: assignortest.Racks(3), maxMismatch: 0},
+		{rf: 4, brokerRacks: assignortest.Racks(4), memberRacks: assignortest.Racks(3), maxMismatch: 0},
+		{rf: 3, brokerRacks: assignortest.Racks(3), memberRacks: []string{"d", "e", "f"}, maxMismatch: -1},
+		{rf: 3, brokerRacks: assignortest.Racks(3), memberRacks: []string{"", "e", "f"}, maxMismatch: -1},
 	}
 	cases := map[string]struct {
 		topics [][]string
 		cases  []rackCase
 	}{
 		"testRackAwareAssignmentWithUniformSubscription": {uniform, append(slices.Clone(common),
-			rackCase{rf: 1, brokerRacks: racksOf(3), memberRacks: racksOf(3), maxMismatch: 0},
-			rackCase{rf: 2, brokerRacks: racksOf(3), memberRacks: racksOf(3), maxMismatch: 0},
+			rackCase{rf: 1, brokerRacks: assignortest.Racks(3), memberRacks: assignortest.Racks(3), maxMismatch: 0},
+			rackCase{rf: 2, brokerRacks: assignortest.Racks(3), memberRacks: assignortest.Racks(3), maxMismatch: 0},
 			// One consumer on a rack with no partitions takes its share off
 			// its rack, to keep the balance.
-			rackCase{rf: 3, brokerRacks: racksOf(2), memberRacks: racksOf(3), maxMismatch: 5},
+			rackCase{rf: 3, brokerRacks: assignortest.Racks(2), memberRacks: assignortest.Racks(3), maxMismatch: 5},
 			// Owned partitions off their rack are realigned.
-			rackCase{rf: 1, brokerRacks: racksOf(3), memberRacks: racksOf(3), owned: misaligned, maxMismatch: 0},
+			rackCase{rf: 1, brokerRacks: assignortest.Racks(3), memberRacks: assignortest.Racks(3), owned: misaligned, maxMismatch: 0},
 			// An aligned, balanced assignment stays as it is.
-			rackCase{rf: 1, brokerRacks: racksOf(3), memberRacks: racksOf(3), owned: aligned, maxMismatch: 0, wantOwnedKept: true},
+			rackCase{rf: 1, brokerRacks: assignortest.Racks(3), memberRacks: assignortest.Racks(3), owned: aligned, maxMismatch: 0, wantOwnedKept: true},
 		)},
 		"testRackAwareAssignmentWithNonEqualSubscription": {nonEqual, append(slices.Clone(common),
-			rackCase{rf: 1, brokerRacks: racksOf(3), memberRacks: racksOf(3), maxMismatch: 4},
-			rackCase{rf: 2, brokerRacks: racksOf(3), memberRacks: racksOf(3), maxMismatch: 0},
-			rackCase{rf: 3, brokerRacks: racksOf(2), memberRacks: racksOf(3), maxMismatch: 5},
-			rackCase{rf: 1, brokerRacks: racksOf(3), memberRacks: racksOf(3), owned: misaligned, maxMismatch: 4},
+			rackCase{rf: 1, brokerRacks: assignortest.Racks(3), memberRacks: assignortest.Racks(3), maxMismatch: 4},
+			rackCase{rf: 2, brokerRacks: assignortest.Racks(3), memberRacks: assignortest.Racks(3), maxMismatch: 0},
+			rackCase{rf: 3, brokerRacks: assignortest.Racks(2), memberRacks: assignortest.Racks(3), maxMismatch: 5},
+			rackCase{rf: 1, brokerRacks: assignortest.Racks(3), memberRacks: assignortest.Racks(3), owned: misaligned, maxMismatch: 4},
 		)},
 	}
 	for name, tc := range cases {
@@ -96,7 +65,7 @@ func TestSticky_KafkaRackAwareAssignment(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%d/%s", name, i, k), func(t *testing.T) {
 					c := cluster{
 						topics:    []topicSpec{{"t1", 6}, {"t2", 7}, {"t3", 2}},
-						placement: &placement{rf: rc.rf, brokerRacks: rc.brokerRacks, cumulative: true},
+						placement: &assignortest.Placement{RF: rc.rf, BrokerRacks: rc.brokerRacks},
 					}
 					var ms []memberSpec
 					for j := range 3 {
@@ -108,13 +77,9 @@ func TestSticky_KafkaRackAwareAssignment(t *testing.T) {
 						ms = append(ms, m)
 					}
 					req := c.request(k, 2, ms)
-					resp, err := k.assign(req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					p := planOf(t, req, resp)
+					resp, p := k.run(t, req)
 					checkAll(t, c, ms, p, true)
-					got := rackMismatches(req, resp)
+					got := assignortest.RackMismatches(req, resp)
 					if rc.maxMismatch >= 0 && got > rc.maxMismatch {
 						t.Fatalf("%d partitions off their member's rack, Kafka manages %d: %v", got, rc.maxMismatch, p)
 					}
@@ -126,12 +91,7 @@ func TestSticky_KafkaRackAwareAssignment(t *testing.T) {
 					// Fed back, the answer must stand: nothing is left to
 					// realign or balance.
 					again := feedBack(ms, p, generationID)
-					req = c.request(k, 3, again)
-					resp, err = k.assign(req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if q := planOf(t, req, resp); fmt.Sprint(q) != fmt.Sprint(p) {
+					if _, q := k.run(t, c.request(k, 3, again)); fmt.Sprint(q) != fmt.Sprint(p) {
 						t.Fatalf("fed back, the assignment changed:\n%v\n%v", p, q)
 					}
 				})
@@ -158,7 +118,7 @@ func TestSticky_RandomRackGroups(t *testing.T) {
 			for i := range brokers {
 				brokers[i] = racks[rnd.IntN(len(racks))]
 			}
-			h.cluster.placement = &placement{rf: 1 + rnd.IntN(2), brokerRacks: brokers}
+			h.cluster.placement = &assignortest.Placement{RF: 1 + rnd.IntN(2), BrokerRacks: brokers, SameStart: true}
 			var ms []memberSpec
 			for i := range 1 + rnd.IntN(6) {
 				m := sub(fmt.Sprintf("c%d", i), names...)
@@ -200,7 +160,7 @@ func TestSticky_RackModeDecision(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := cluster{topics: []topicSpec{{"t", 4}}, placement: &placement{rf: tc.rf, brokerRacks: tc.brokerRacks}}
+			c := cluster{topics: []topicSpec{{"t", 4}}, placement: &assignortest.Placement{RF: tc.rf, BrokerRacks: tc.brokerRacks, SameStart: true}}
 			var ms []memberSpec
 			for i, r := range tc.memberRacks {
 				m := sub(fmt.Sprintf("m%d", i), "t")

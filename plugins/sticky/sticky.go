@@ -13,29 +13,28 @@ const (
 	CooperativeName = "cooperative-sticky"
 )
 
-// StickyInfo describes the eager sticky assignor to the host. Both modes are
-// declared because the host does the KIP-429 withholding for cooperative
-// groups.
+// StickyInfo describes the eager sticky assignor to the host.
 func StickyInfo() abi.AssignorInfo {
-	return abi.AssignorInfo{
-		Name:        StickyName,
-		Version:     "1.0.0",
-		Protocols:   []string{StickyName},
-		Modes:       abi.ModeEager | abi.ModeCooperative,
-		Description: "Kafka's StickyAssignor: balanced, keeps what members owned (from sticky user data), rack-aware per KIP-881",
-	}
+	return info(StickyName, "Kafka's StickyAssignor: balanced, keeps what members owned (from sticky user data), rack-aware per KIP-881")
 }
 
 // CooperativeInfo describes the cooperative sticky assignor to the host. It
 // returns target assignments; the host withholds partitions that change
 // owner for one generation.
 func CooperativeInfo() abi.AssignorInfo {
+	return info(CooperativeName, "Kafka's CooperativeStickyAssignor: balanced, keeps owned partitions, rack-aware per KIP-881")
+}
+
+// info is what both assignors declare: the protocol of their name, and both
+// modes, because the host does the KIP-429 withholding for cooperative
+// groups.
+func info(name, description string) abi.AssignorInfo {
 	return abi.AssignorInfo{
-		Name:        CooperativeName,
+		Name:        name,
 		Version:     "1.0.0",
-		Protocols:   []string{CooperativeName},
+		Protocols:   []string{name},
 		Modes:       abi.ModeEager | abi.ModeCooperative,
-		Description: "Kafka's CooperativeStickyAssignor: balanced, keeps owned partitions, rack-aware per KIP-881",
+		Description: description,
 	}
 }
 

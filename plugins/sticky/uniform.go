@@ -278,28 +278,15 @@ func (g *group) fillUniformRacks(out, free, mismatched []claim, members []int32,
 		full[m] = sc.quota[m] > q.min
 	}
 
-	// Partitions with the fewest rack-matching members go first
-	// (sortPartitionsByRackConsumers); a stable counting sort by that
-	// number keeps them in partition order otherwise.
-	keys := make([]int32, len(parts))
-	for i := range parts {
-		keys[i] = rk.candidates(parts[i].set)
-	}
-	byCand := countingOrder(keys)
+	byCand, keys := rk.byCandidates(parts)
 
 	queues := newRackQueues(rk, members)
 	// Below the minimum first.
 	queues.reset(func(m int32) int32 { return max(0, q.min-count[m]) })
-	for _, i := range byCand {
-		p := &parts[i]
-		if keys[i] == 0 {
-			continue
-		}
-		if m := queues.pick(rk, p.set); m >= 0 {
-			p.to = m
-			count[m]++
-		}
-	}
+	queues.matchRacks(rk, parts, byCand, keys, func(m int32) bool {
+		count[m]++
+		return true
+	})
 	// Then one extra each, while extra slots remain.
 	if q.slots > 0 {
 		queues.reset(func(m int32) int32 {
@@ -308,21 +295,12 @@ func (g *group) fillUniformRacks(out, free, mismatched []claim, members []int32,
 			}
 			return 0
 		})
-		for _, i := range byCand {
-			if q.slots == 0 {
-				break
-			}
-			p := &parts[i]
-			if p.to >= 0 || keys[i] == 0 {
-				continue
-			}
-			if m := queues.pick(rk, p.set); m >= 0 {
-				p.to = m
-				count[m]++
-				full[m] = true
-				q.slots--
-			}
-		}
+		queues.matchRacks(rk, parts, byCand, keys, func(m int32) bool {
+			count[m]++
+			full[m] = true
+			q.slots--
+			return q.slots > 0
+		})
 	}
 	room := func(m int32) bool {
 		if count[m] < q.min {
@@ -431,6 +409,25 @@ func (q *rackQueues) reset(room func(m int32) int32) {
 		for _, m := range ms {
 			q.room[m] = room(m)
 			q.left[k] += q.room[m]
+		}
+	}
+}
+
+// matchRacks is Kafka's rack-matching pass: it visits parts in order (see
+// racks.byCandidates) and gives each one that has candidates and no taker
+// yet to a member with room on one of its racks (see pick), telling took.
+// It stops when took returns false.
+func (q *rackQueues) matchRacks(rk *racks, parts []freePartition, order, cands []int32, took func(m int32) bool) {
+	for _, i := range order {
+		p := &parts[i]
+		if p.to >= 0 || cands[i] == 0 {
+			continue
+		}
+		if m := q.pick(rk, p.set); m >= 0 {
+			p.to = m
+			if !took(m) {
+				return
+			}
 		}
 	}
 }

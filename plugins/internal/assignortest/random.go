@@ -134,13 +134,24 @@ func placeRandomReplicas(r *rand.Rand, req *abi.Request) {
 }
 
 // Shuffled returns req with its member and topic tables in a random order,
-// every topic reference remapped, so that it describes the same group.
+// every topic reference remapped (subscriptions, owned partitions and the
+// previous assignment), so that it describes the same group.
 func Shuffled(r *rand.Rand, req *abi.Request) *abi.Request {
 	out := *req
 	perm := r.Perm(len(req.Topics)) // old index -> new index
 	out.Topics = make([]abi.Topic, len(req.Topics))
 	for old, nw := range perm {
 		out.Topics[nw] = req.Topics[old]
+	}
+	remap := func(tps []abi.TopicPartitions) []abi.TopicPartitions {
+		if tps == nil {
+			return nil
+		}
+		out := make([]abi.TopicPartitions, len(tps))
+		for i, tp := range tps {
+			out[i] = abi.TopicPartitions{Topic: int32(perm[tp.Topic]), Partitions: tp.Partitions}
+		}
+		return out
 	}
 	out.Members = make([]abi.Member, len(req.Members))
 	for i, old := range r.Perm(len(req.Members)) {
@@ -150,6 +161,7 @@ func Shuffled(r *rand.Rand, req *abi.Request) *abi.Request {
 			m.Topics[j] = int32(perm[t])
 		}
 		slices.Sort(m.Topics)
+		m.Owned, m.Previous = remap(m.Owned), remap(m.Previous)
 		out.Members[i] = m
 	}
 	return &out

@@ -132,3 +132,51 @@ func TestBuildRequest_PlacesReplicasLikeKafkasTests(t *testing.T) {
 		}
 	}
 }
+
+// TestShuffled_RemapsOwnedAndPrevious: after shuffling, every member still
+// owns, and was previously given, the same partitions by topic name, and a
+// member that reported nothing still reports nothing (nil, not empty).
+func TestShuffled_RemapsOwnedAndPrevious(t *testing.T) {
+	byName := func(req *abi.Request) map[string][2]map[string][]int32 {
+		out := map[string][2]map[string][]int32{}
+		for _, m := range req.Members {
+			if m.Owned == nil && m.Previous == nil {
+				continue
+			}
+			var got [2]map[string][]int32
+			for i, list := range [][]abi.TopicPartitions{m.Owned, m.Previous} {
+				got[i] = map[string][]int32{}
+				for _, tp := range list {
+					got[i][req.Topics[tp.Topic].Name] = tp.Partitions
+				}
+			}
+			out[m.MemberID] = got
+		}
+		return out
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	for range 100 {
+		req := RandomGroup(r, KgoShape())
+		for i := range req.Members {
+			m := &req.Members[i]
+			if i%3 == 0 {
+				continue // reports nothing
+			}
+			for _, ti := range m.Topics {
+				if p := req.Topics[ti].PartitionCount; p > 0 {
+					m.Owned = append(m.Owned, abi.TopicPartitions{Topic: ti, Partitions: []int32{r.Int32N(p)}})
+					m.Previous = append(m.Previous, abi.TopicPartitions{Topic: ti, Partitions: []int32{r.Int32N(p)}})
+				}
+			}
+		}
+		want := byName(req)
+		again := Shuffled(r, req)
+		got := byName(again)
+		same := maps.EqualFunc(want, got, func(a, b [2]map[string][]int32) bool {
+			return maps.EqualFunc(a[0], b[0], slices.Equal) && maps.EqualFunc(a[1], b[1], slices.Equal)
+		})
+		if !same {
+			t.Fatalf("Shuffled changed ownership:\n%v\n%v", want, got)
+		}
+	}
+}

@@ -1,9 +1,12 @@
 // Package groupview is a consumer group as Kafka's client-side assignors see
 // it: the members in Kafka's order, who subscribes to which topic, which
-// topics have partitions to hand out and in what order, and, once an
-// assignor has decided who takes what, the abi.Response that says so. The
-// built-in assignors (plugins/range, plugins/roundrobin) are written on top
-// of it, so that each of these rules is stated once.
+// topics have partitions to hand out and in what order, which racks members
+// and brokers are on, and, once an assignor has decided who takes what, the
+// abi.Response that says so. The built-in assignors (plugins/range,
+// plugins/roundrobin, plugins/leaderrack) are written on top of it, so that
+// each of these rules is stated once; plugins/sticky, which numbers
+// partitions its own way, takes the member order, the assignable topics and
+// the rack numbering from it.
 //
 // It is linked into the wasm plugins, so it must compile for GOOS=wasip1 and
 // import only sdk/go/abi and the standard library: no os, no net, no

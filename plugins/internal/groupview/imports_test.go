@@ -40,9 +40,9 @@ func TestImports_PluginsKeepTheirLayering(t *testing.T) {
 		{"../../range", func(p string) bool { return pureStd(p) || p == abiPath || p == groupviewPath }},
 		{"../../roundrobin", func(p string) bool { return pureStd(p) || p == abiPath || p == groupviewPath }},
 		{"../../leaderrack", func(p string) bool { return pureStd(p) || p == abiPath || p == groupviewPath }},
-		{"../assignortest", func(p string) bool {
-			return p != groupviewPath && !strings.HasPrefix(p, module+"/plugins/range") && !strings.HasPrefix(p, module+"/plugins/roundrobin")
-		}},
+		{"../../sticky", func(p string) bool { return pureStd(p) || p == abiPath || p == groupviewPath }},
+		// Neither groupview nor any assignor: everything under plugins/.
+		{"../assignortest", func(p string) bool { return !strings.HasPrefix(p, module+"/plugins/") }},
 	}
 	for _, tc := range cases {
 		pkg, err := ctx.ImportDir(tc.dir, 0)

@@ -40,7 +40,7 @@ type View struct {
 func New(req *abi.Request) (*View, error) {
 	// Locals rather than v's fields, so that the compiler keeps the slice
 	// headers in registers through the loop over every subscription.
-	order := memberOrder(req.Members)
+	order := MemberOrder(req.Members)
 	nt, n := len(req.Topics), len(req.Members)
 	entry := make([]int32, n+1)
 	for m := range n {
@@ -66,22 +66,26 @@ func New(req *abi.Request) (*View, error) {
 		}
 	}
 	v := &View{req: req, Order: order, count: count, entry: entry, slot: slot}
-	v.ByName = v.assignableByName()
+	v.ByName = AssignableByName(req, func(t int32) bool { return count[t] > 0 })
 	return v, nil
 }
 
-// memberOrder returns the indices of ms in Kafka's member order (Kafka's
-// AbstractPartitionAssignor.MemberInfo ordering).
-func memberOrder(ms []abi.Member) []int32 {
+// MemberOrder returns the indices of ms in Kafka's member order (Kafka's
+// AbstractPartitionAssignor.MemberInfo ordering): static members (with a
+// group.instance.id) by instance id, then dynamic members by member id.
+func MemberOrder(ms []abi.Member) []int32 {
 	order := make([]int32, len(ms))
 	for i := range order {
 		order[i] = int32(i)
 	}
-	// Stable, so that members with equal ids (which a valid group never has)
-	// still come out in a fixed order.
-	slices.SortStableFunc(order, func(a, b int32) int {
-		return compareMembers(&ms[a], &ms[b])
-	})
+	// The host usually sends members in this order already: checking costs
+	// one comparison per member where sorting costs a dozen. Stable, so that
+	// members with equal ids (which a valid group never has) still come out
+	// in a fixed order.
+	cmp := func(a, b int32) int { return compareMembers(&ms[a], &ms[b]) }
+	if !slices.IsSortedFunc(order, cmp) {
+		slices.SortStableFunc(order, cmp)
+	}
 	return order
 }
 
@@ -100,16 +104,18 @@ func compareMembers(a, b *abi.Member) int {
 	return strings.Compare(a.MemberID, b.MemberID)
 }
 
-// assignableByName returns the topics with partitions to assign, ordered by
-// name. A topic missing from the cluster or without partitions is skipped,
-// as Kafka's AbstractPartitionAssignor does; ties between equal names (which
-// a valid request never has) go by index.
-func (v *View) assignableByName() []int32 {
-	req := v.req
+// AssignableByName returns the topics of req that have partitions to
+// assign, ordered by name: each exists, has at least one partition, and
+// subscribed(t) says some member subscribes to it. A topic missing from the
+// cluster or without partitions is skipped, as Kafka's
+// AbstractPartitionAssignor does; ties between equal names (which a valid
+// request never has) go by index, so that the order is still fixed. It is
+// View.ByName for assignors that find their subscribers another way.
+func AssignableByName(req *abi.Request, subscribed func(t int32) bool) []int32 {
 	var byName []int32
 	for t := range req.Topics {
 		tp := &req.Topics[t]
-		if tp.Exists && tp.PartitionCount > 0 && v.count[t] > 0 {
+		if tp.Exists && tp.PartitionCount > 0 && subscribed(int32(t)) {
 			byName = append(byName, int32(t))
 		}
 	}

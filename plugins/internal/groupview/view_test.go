@@ -183,3 +183,50 @@ func TestSubscribers_EveryTopicsSubscribersInKafkaOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberOrder_MatchesKafkaSortedWhetherOrNotAlreadySorted checks
+// MemberOrder against the tests' own statement of Kafka's member order, on
+// random groups in request order and on the same groups already sorted,
+// which MemberOrder recognises without sorting.
+func TestMemberOrder_MatchesKafkaSortedWhetherOrNotAlreadySorted(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 3))
+	shape := assignortest.Shape{Topics: 3, MissingOneIn: 6, PartitionCounts: assignortest.Below(4), Members: 30, UniformOneIn: 2}
+	for i := range 300 {
+		req := assignortest.RandomGroup(r, shape)
+		sorted := assignortest.KafkaSorted(req.Members)
+		want := make([]string, len(sorted))
+		for j, m := range sorted {
+			want[j] = m.MemberID
+		}
+		if got := memberIDs(req, MemberOrder(req.Members)); !slices.Equal(got, want) {
+			t.Fatalf("scenario %d: order %q, want %q", i, got, want)
+		}
+		identity := make([]int32, len(sorted))
+		for j := range identity {
+			identity[j] = int32(j)
+		}
+		if got := MemberOrder(sorted); !slices.Equal(got, identity) {
+			t.Fatalf("scenario %d: members already in Kafka's order came out as %v", i, got)
+		}
+	}
+}
+
+// TestAssignableByName_AsksWhoSubscribes: the subscriber test is the
+// caller's, and only topics that exist with partitions can pass.
+func TestAssignableByName_AsksWhoSubscribes(t *testing.T) {
+	req := &abi.Request{Topics: []abi.Topic{
+		{Name: "c", Exists: true, PartitionCount: 1},
+		{Name: "a", Exists: true, PartitionCount: 2},
+		{Name: "missing"},
+		{Name: "empty", Exists: true},
+		{Name: "b", Exists: true, PartitionCount: 3},
+	}}
+	everyone := func(int32) bool { return true }
+	if got, want := AssignableByName(req, everyone), []int32{1, 4, 0}; !slices.Equal(got, want) {
+		t.Errorf("every topic subscribed: %v, want %v (a, b, c)", got, want)
+	}
+	notB := func(t int32) bool { return t != 4 }
+	if got, want := AssignableByName(req, notB), []int32{1, 0}; !slices.Equal(got, want) {
+		t.Errorf("b unsubscribed: %v, want %v (a, c)", got, want)
+	}
+}
