@@ -37,6 +37,13 @@ func (c *callState) note(level slog.Level, line string) {
 		c.lastLines = c.lastLines[:lastLinesKept-1]
 	}
 	c.lastLines = append(c.lastLines, line)
+	// A line the logger would discard (a debug line under an info logger)
+	// costs nothing from the budgets: otherwise a plugin that writes one
+	// debug line per call empties the bucket at 100 calls a second and
+	// turns every later call into a drop warning.
+	if !c.sink.logger.Enabled(context.Background(), level) {
+		return
+	}
 	c.logBytes += len(line)
 	if c.logBytes > c.sink.bytesPerCall || !c.sink.take() {
 		c.dropped++
@@ -45,10 +52,13 @@ func (c *callState) note(level slog.Level, line string) {
 	c.sink.logger.Log(context.Background(), level, line)
 }
 
-// finish reports dropped lines once per call rather than once per line.
+// finish hands the call's dropped lines to the sink, which warns about them
+// at most once per dropWarningEvery for the plugin.
 func (c *callState) finish() {
 	if c.dropped > 0 {
-		c.sink.logger.Warn("plugin log lines dropped", "dropped", c.dropped, "reason", "log volume limit")
+		if n, ok := c.sink.dropped(c.dropped); ok {
+			c.sink.logger.Warn("plugin log lines dropped", "dropped", n, "reason", "log volume limit")
+		}
 		c.dropped = 0
 	}
 }
@@ -65,9 +75,29 @@ type logSink struct {
 	bytesPerCall int
 	perSecond    float64
 
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
+	mu          sync.Mutex
+	tokens      float64
+	last        time.Time
+	undeclared  int       // dropped lines not yet warned about
+	lastWarning time.Time // when the last drop warning went out
+}
+
+// dropWarningEvery spaces a plugin's drop warnings: one per call would flood
+// the log with warnings instead of lines.
+const dropWarningEvery = time.Second
+
+// dropped adds n dropped lines and says whether to warn now, and about how
+// many lines.
+func (s *logSink) dropped(n int) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.undeclared += n
+	now := time.Now()
+	if !s.lastWarning.IsZero() && now.Sub(s.lastWarning) < dropWarningEvery {
+		return 0, false
+	}
+	n, s.undeclared, s.lastWarning = s.undeclared, 0, now
+	return n, true
 }
 
 func newLogSink(logger *slog.Logger, l Limits) *logSink {
