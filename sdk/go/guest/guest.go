@@ -22,6 +22,7 @@ package guest
 
 import (
 	"fmt"
+	"runtime/metrics"
 
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
@@ -60,6 +61,18 @@ type module struct {
 	// spare is a freed request buffer kept for the next alloc, so a guest
 	// serving the same request size again does not grow its heap.
 	spare []byte
+
+	// gc paces the collections forced between calls (exports_wasip1.go).
+	gc collector
+}
+
+// collector remembers what the forced collections are paced by: calls, and
+// bytes allocated, since the last one.
+type collector struct {
+	calls        int
+	allocs       [1]metrics.Sample // cumulative bytes allocated on the heap
+	allocsAtLast uint64
+	collected    bool // whether a collection has been forced yet
 }
 
 var mod = module{live: make(map[uintptr][]byte)}
