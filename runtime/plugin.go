@@ -30,14 +30,22 @@ const (
 	exportInit     = "_initialize"
 )
 
-// exportSignatures is what each required export must look like. It is read,
-// never written.
-var exportSignatures = map[string]struct{ params, results []api.ValueType }{
-	exportVersion:  {nil, []api.ValueType{api.ValueTypeI32}},
-	exportAlloc:    {[]api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
-	exportFree:     {[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, nil},
-	exportDescribe: {nil, []api.ValueType{api.ValueTypeI64}},
-	exportAssign:   {[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}},
+// requiredExports lists the ABI's function exports with their signatures.
+func requiredExports() []exportSignature {
+	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
+	return []exportSignature{
+		{exportVersion, nil, []api.ValueType{i32}},
+		{exportAlloc, []api.ValueType{i32}, []api.ValueType{i32}},
+		{exportFree, []api.ValueType{i32, i32}, nil},
+		{exportDescribe, nil, []api.ValueType{i64}},
+		{exportAssign, []api.ValueType{i32, i32}, []api.ValueType{i64}},
+	}
+}
+
+// exportSignature is what one required export must look like.
+type exportSignature struct {
+	name            string
+	params, results []api.ValueType
 }
 
 // Plugin is one loaded module. It is safe for concurrent use: each call takes
@@ -140,14 +148,14 @@ func (p *Plugin) checkShape() error {
 	if _, ok := p.compiled.ExportedMemories()["memory"]; !ok {
 		return &Error{Plugin: p.name, Kind: ErrABIMismatch, Detail: "the module exports no memory named \"memory\""}
 	}
-	for name, want := range exportSignatures {
-		f, ok := exports[name]
+	for _, want := range requiredExports() {
+		f, ok := exports[want.name]
 		if !ok {
-			return &Error{Plugin: p.name, Kind: ErrABIMismatch, Detail: fmt.Sprintf("missing export %s", name)}
+			return &Error{Plugin: p.name, Kind: ErrABIMismatch, Detail: fmt.Sprintf("missing export %s", want.name)}
 		}
 		if !sameTypes(f.ParamTypes(), want.params) || !sameTypes(f.ResultTypes(), want.results) {
 			return &Error{Plugin: p.name, Kind: ErrABIMismatch, Detail: fmt.Sprintf("export %s has signature %s, want %s",
-				name, signature(f.ParamTypes(), f.ResultTypes()), signature(want.params, want.results))}
+				want.name, signature(f.ParamTypes(), f.ResultTypes()), signature(want.params, want.results))}
 		}
 	}
 	for _, f := range p.compiled.ImportedFunctions() {

@@ -88,6 +88,7 @@ func TestLoad_RejectsBrokenModulesWithTypedErrors(t *testing.T) {
 		{file: "not-wasm.wasm", kind: ErrNotWasm, detail: "magic"},
 		{file: "wrong-abi.wasm", kind: ErrABIMismatch, detail: "version 2"},
 		{file: "bad-import.wasm", kind: ErrABIMismatch, detail: "env.fetch_url"},
+		{file: "wrong-signature.wasm", kind: ErrABIMismatch, detail: "wasmassign_assign has signature (i32) -> (i32), want (i32, i32) -> (i64)"},
 		{file: "toobig.wasm", limits: func(l Limits) Limits { return l.WithMaxModuleBytes(4096) }, kind: ErrModuleTooLarge, detail: "limit is 4096"},
 		{file: "startloop.wasm", limits: func(l Limits) Limits { return l.WithTimeout(300 * time.Millisecond) }, kind: ErrTimeout, detail: "300ms"},
 	}

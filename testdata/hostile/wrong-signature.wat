@@ -1,0 +1,14 @@
+;; wrong-signature.wat: exports every function the ABI requires, but
+;; wasmassign_assign takes one i32 and returns an i32 instead of
+;; (i32, i32) -> i64.
+;;
+;; Request: never called; loading fails.
+;; Expected host error: ABI mismatch (wasmruntime.ErrABIMismatch) naming the
+;; export and both signatures.
+(module
+  (memory (export "memory") 1)
+  (func (export "wasmassign_abi_version") (result i32) (i32.const 1))
+  (func (export "wasmassign_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "wasmassign_free") (param i32 i32))
+  (func (export "wasmassign_describe") (result i64) (i64.const 0))
+  (func (export "wasmassign_assign") (param i32) (result i32) (i32.const 0)))
