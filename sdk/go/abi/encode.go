@@ -199,10 +199,7 @@ func appendInt32s(dst []byte, vs []int32) []byte {
 	dst = appendU32(dst, uint32(len(vs)))
 	off := len(dst)
 	dst = extend(dst, 4*len(vs))
-	out := dst[off:]
-	for i, v := range vs {
-		binary.LittleEndian.PutUint32(out[4*i:], uint32(v))
-	}
+	putInt32s(dst[off:], vs)
 	return dst
 }
 
