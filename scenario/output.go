@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,7 +126,7 @@ func (o *Output) WriteJSON(w io.Writer) error {
 	writeMembers(bw, o.Assignment)
 	if len(o.UserData) > 0 {
 		bw.WriteString(",\n  \"user_data\": {")
-		for i, id := range sortedKeys(o.UserData) {
+		for i, id := range slices.Sorted(maps.Keys(o.UserData)) {
 			if i > 0 {
 				bw.WriteByte(',')
 			}
@@ -147,14 +148,14 @@ func writeMembers(bw *bufio.Writer, members map[string]map[string][]int32) {
 	}
 	bw.WriteByte('{')
 	var num []byte
-	for i, id := range sortedKeys(members) {
+	for i, id := range slices.Sorted(maps.Keys(members)) {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
 		bw.WriteString("\n    ")
 		writeString(bw, id)
 		bw.WriteString(": {")
-		for j, name := range sortedKeys(members[id]) {
+		for j, name := range slices.Sorted(maps.Keys(members[id])) {
 			if j > 0 {
 				bw.WriteString(", ")
 			}
@@ -195,7 +196,7 @@ func (o *Output) WriteTable(w io.Writer) error {
 		for id := range o.Assignment {
 			ids[id] = true
 		}
-		for _, id := range sortedKeys(ids) {
+		for _, id := range slices.Sorted(maps.Keys(ids)) {
 			rows = append(rows, row{id: id})
 		}
 	}
@@ -246,7 +247,7 @@ func (o *Output) WriteTable(w io.Writer) error {
 // of consecutive partitions as ranges. Lists must be ascending.
 func Compact(topics map[string][]int32) string {
 	var b strings.Builder
-	for _, name := range sortedKeys(topics) {
+	for _, name := range slices.Sorted(maps.Keys(topics)) {
 		ps := topics[name]
 		if len(ps) == 0 {
 			continue

@@ -4,8 +4,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 )
 
 // check validates s and returns the warnings it has: things that are legal
@@ -106,7 +106,7 @@ func (s *Scenario) check() (warnings []string, err error) {
 			parts map[string][]int32
 		}{{"owned", m.Owned}, {"previous", m.Previous}} {
 			path := fmt.Sprintf("members[%d].%s", i, field.name)
-			for _, name := range sortedKeys(field.parts) {
+			for _, name := range slices.Sorted(maps.Keys(field.parts)) {
 				list := field.parts[name]
 				w, err := checkClaim(path, name, list, s.Topics, topics)
 				if err != nil {
@@ -282,13 +282,4 @@ func hasPartitions(tps map[string][]int32) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
