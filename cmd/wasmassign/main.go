@@ -39,6 +39,7 @@ const usage = `usage: wasmassign <command> [flags]
 commands:
   simulate   run an assignor over a scenario file and print the assignment
   inspect    show what a plugin module provides and imports
+  bench      time an assignor against kgo's native balancer on the same input
   version    print the ABI version this binary speaks
 
 Run 'wasmassign <command> -h' for a command's flags.
@@ -65,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = simulate(ctx, env, args[1:])
 	case "inspect":
 		err = inspect(ctx, env, args[1:])
+	case "bench":
+		err = benchCmd(ctx, env, args[1:])
 	case "version":
 		fmt.Fprintln(stdout, "wasmassign ABI version 1")
 	case "-h", "-help", "--help", "help":

@@ -55,6 +55,21 @@ func defaultCacheDir() string {
 	return filepath.Join(dir, "wasmassign")
 }
 
+// loadRegistry starts a host under the flags' limits and loads the plugins
+// into a registry. The caller closes the host.
+func (l *limitFlags) loadRegistry(ctx context.Context, e *env, dir string, files []string) (*wasmruntime.Host, *wasmruntime.Registry, error) {
+	h, err := l.host(ctx, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := registry(ctx, h, dir, files)
+	if err != nil {
+		h.Close(ctx)
+		return nil, nil, err
+	}
+	return h, reg, nil
+}
+
 // registry loads the built-ins, then the plugin directory, then single files.
 func registry(ctx context.Context, h *wasmruntime.Host, dir string, files []string) (*wasmruntime.Registry, error) {
 	reg := wasmruntime.NewRegistry(h)

@@ -8,6 +8,7 @@ import (
 	"github.com/wasmassign/wasmassign/handover"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 	"github.com/wasmassign/wasmassign/scenario"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
 func simulate(ctx context.Context, e *env, args []string) error {
@@ -41,18 +42,42 @@ func simulate(ctx context.Context, e *env, args []string) error {
 		return usageError{err}
 	}
 
-	h, err := lim.host(ctx, e)
+	h, reg, err := lim.loadRegistry(ctx, e, dir, files)
 	if err != nil {
 		return err
 	}
 	defer h.Close(ctx)
-	reg, err := registry(ctx, h, dir, files)
+	a, req, err := scenarioRequest(reg, sc, file, assignorName)
 	if err != nil {
 		return err
 	}
+	for _, w := range req.warnings {
+		fmt.Fprintf(e.stderr, "warning: %s: %s\n", file, w)
+	}
+	target, err := a.Assign(ctx, req.Request)
+	if err != nil {
+		return err
+	}
+	assignment, _ := handover.Withhold(req.Request, target)
+	out := scenario.NewOutput(req.Request, a.Info.Name, target, assignment)
+	if format == "table" {
+		return out.WriteTable(e.stdout)
+	}
+	return out.WriteJSON(e.stdout)
+}
+
+// scenarioReq is a scenario's request, with the warnings building it gave.
+type scenarioReq struct {
+	*abi.Request
+	warnings []string
+}
+
+// scenarioRequest chooses the scenario's assignor, settles its protocol and
+// rebalance protocol, and builds the request, as simulate and bench both do.
+func scenarioRequest(reg *wasmruntime.Registry, sc *scenario.Scenario, file, assignorName string) (*wasmruntime.Assignor, scenarioReq, error) {
 	a, err := chooseAssignor(reg, sc, assignorName)
 	if err != nil {
-		return usageError{err}
+		return nil, scenarioReq{}, usageError{err}
 	}
 	sc.Assignor = a.Info.Name
 	if sc.Protocol == "" {
@@ -60,22 +85,10 @@ func simulate(ctx context.Context, e *env, args []string) error {
 	}
 	req, warnings, err := sc.Request()
 	if err != nil {
-		return usageError{fmt.Errorf("%s: %w", file, err)}
-	}
-	for _, w := range warnings {
-		fmt.Fprintf(e.stderr, "warning: %s: %s\n", file, w)
+		return nil, scenarioReq{}, usageError{fmt.Errorf("%s: %w", file, err)}
 	}
 	req.RebalanceProtocol = sc.ResolvedRebalanceProtocol()
-	target, err := a.Assign(ctx, req)
-	if err != nil {
-		return err
-	}
-	assignment, _ := handover.Withhold(req, target)
-	out := scenario.NewOutput(req, a.Info.Name, target, assignment)
-	if format == "table" {
-		return out.WriteTable(e.stdout)
-	}
-	return out.WriteJSON(e.stdout)
+	return a, scenarioReq{Request: req, warnings: warnings}, nil
 }
 
 // chooseAssignor applies the precedence: --assignor, the scenario's

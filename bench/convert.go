@@ -1,0 +1,214 @@
+// Package bench compares a wasm assignor, run through the wasmassign host,
+// with the native balancer of franz-go's kgo for the same protocol, on the
+// same JoinGroup member metadata. It holds the built-in benchmark cases, the
+// conversions a broker-side or client-side host would do around a plugin
+// call, and the timing loop. It must never import cmd/ packages; it is a
+// measuring tool, so nothing in the request path may import it.
+package bench
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
+)
+
+// Member is one group member as it joins: what it subscribes to and what it
+// says it owns.
+type Member struct {
+	ID         string
+	InstanceID string // empty for a dynamic member
+	Topics     []string
+	// Owned is what the member reports owning, topic to partitions.
+	Owned map[string][]int32
+	// Generation is the generation in which the member held Owned, -1 when
+	// it holds nothing.
+	Generation int32
+}
+
+// EncodeMembers builds the JoinGroup response members a group leader would
+// see: each member's ConsumerMemberMetadata v3 (owned partitions and
+// generation, no rack), encoded. suffix is appended to every member id, so
+// that each run of a benchmark sees members no earlier run saw.
+func EncodeMembers(members []Member, suffix string) []kmsg.JoinGroupResponseMember {
+	out := make([]kmsg.JoinGroupResponseMember, len(members))
+	for i, m := range members {
+		meta := kmsg.NewConsumerMemberMetadata()
+		meta.Version = 3
+		meta.Topics = m.Topics
+		meta.Generation = m.Generation
+		for _, t := range slices.Sorted(maps.Keys(m.Owned)) {
+			op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+			op.Topic = t
+			op.Partitions = m.Owned[t]
+			meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+		}
+		jm := kmsg.NewJoinGroupResponseMember()
+		jm.MemberID = m.ID + suffix
+		if m.InstanceID != "" {
+			id := m.InstanceID + suffix
+			jm.InstanceID = &id
+		}
+		jm.ProtocolMetadata = meta.AppendTo(nil)
+		out[i] = jm
+	}
+	return out
+}
+
+// joinLess orders members as Kafka's assignors do: static members by
+// instance id, then dynamic members by member id.
+func joinLess(a, b *kmsg.JoinGroupResponseMember) int {
+	switch {
+	case a.InstanceID != nil && b.InstanceID != nil:
+		if c := cmp.Compare(*a.InstanceID, *b.InstanceID); c != 0 {
+			return c
+		}
+	case a.InstanceID != nil:
+		return -1
+	case b.InstanceID != nil:
+		return 1
+	}
+	return cmp.Compare(a.MemberID, b.MemberID)
+}
+
+// Group is what the leader knows when it assigns, besides the members.
+type Group struct {
+	ID         string
+	Generation int32
+	Protocol   string
+	Rebalance  abi.RebalanceProtocol
+	// Partitions maps each topic of the cluster metadata to its partition
+	// count.
+	Partitions map[string]int32
+}
+
+// RequestFromJoin decodes the members' metadata and builds the abi.Request a
+// host sends a plugin: members sorted static-by-instance-id then by member
+// id, the topic table sorted by name (every subscribed or owned topic, with
+// Exists false for names the cluster does not have), Owned from
+// OwnedPartitions and OwnedGeneration from Generation.
+func RequestFromJoin(g Group, members []kmsg.JoinGroupResponseMember) (*abi.Request, error) {
+	sorted := make([]*kmsg.JoinGroupResponseMember, len(members))
+	for i := range members {
+		sorted[i] = &members[i]
+	}
+	slices.SortFunc(sorted, joinLess)
+
+	metas := make([]kmsg.ConsumerMemberMetadata, len(sorted))
+	names := make(map[string]int32)
+	for i, m := range sorted {
+		meta := &metas[i]
+		meta.Default()
+		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
+			return nil, fmt.Errorf("member %q: consumer metadata: %w", m.MemberID, err)
+		}
+		for _, t := range meta.Topics {
+			names[t] = 0
+		}
+		for _, op := range meta.OwnedPartitions {
+			names[op.Topic] = 0
+		}
+	}
+	req := &abi.Request{
+		GroupID:           g.ID,
+		Generation:        g.Generation,
+		Protocol:          g.Protocol,
+		RebalanceProtocol: g.Rebalance,
+		Topics:            make([]abi.Topic, 0, len(names)),
+		Members:           make([]abi.Member, len(sorted)),
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		n, ok := g.Partitions[name]
+		names[name] = int32(len(req.Topics))
+		req.Topics = append(req.Topics, abi.Topic{Name: name, Exists: ok, PartitionCount: n})
+	}
+	for i, m := range sorted {
+		meta := &metas[i]
+		am := &req.Members[i]
+		am.MemberID = m.MemberID
+		if m.InstanceID != nil {
+			am.InstanceID = *m.InstanceID
+		}
+		if meta.Rack != nil {
+			am.Rack = *meta.Rack
+		}
+		am.Cooperative = g.Rebalance == abi.Cooperative
+		am.UserData = meta.UserData
+		am.Topics = make([]int32, 0, len(meta.Topics))
+		for _, t := range meta.Topics {
+			am.Topics = append(am.Topics, names[t])
+		}
+		slices.Sort(am.Topics)
+		am.Topics = slices.Compact(am.Topics)
+		am.OwnedGeneration = -1
+		if meta.Version >= 2 {
+			am.OwnedGeneration = meta.Generation
+		}
+		if len(meta.OwnedPartitions) > 0 {
+			am.Owned = make([]abi.TopicPartitions, 0, len(meta.OwnedPartitions))
+			for _, op := range meta.OwnedPartitions {
+				am.Owned = append(am.Owned, abi.TopicPartitions{Topic: names[op.Topic], Partitions: op.Partitions})
+			}
+		}
+	}
+	return req, nil
+}
+
+// EncodeResponse turns a plugin's response into the SyncGroup assignments
+// the leader sends: one per member of req (empty for a member the response
+// leaves out), ordered by member id, each a ConsumerMemberAssignment with
+// topics by name and partitions ascending, as kgo encodes its plans.
+func EncodeResponse(req *abi.Request, resp *abi.Response) []kmsg.SyncGroupRequestGroupAssignment {
+	byMember := make([]*abi.MemberAssignment, len(req.Members))
+	for i := range resp.Members {
+		ma := &resp.Members[i]
+		byMember[ma.Member] = ma
+	}
+	out := make([]kmsg.SyncGroupRequestGroupAssignment, len(req.Members))
+	for i := range req.Members {
+		var ka kmsg.ConsumerMemberAssignment
+		if ma := byMember[i]; ma != nil {
+			// The topic table is sorted by name, so ordering by index
+			// orders by name.
+			tps := slices.Clone(ma.Partitions)
+			slices.SortFunc(tps, func(a, b abi.TopicPartitions) int { return cmp.Compare(a.Topic, b.Topic) })
+			ka.Topics = make([]kmsg.ConsumerMemberAssignmentTopic, 0, len(tps))
+			for _, tp := range tps {
+				if len(tp.Partitions) == 0 {
+					continue
+				}
+				ps := slices.Clone(tp.Partitions)
+				slices.Sort(ps)
+				ka.Topics = append(ka.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: req.Topics[tp.Topic].Name, Partitions: ps})
+			}
+			ka.UserData = ma.UserData
+		}
+		sa := kmsg.NewSyncGroupRequestGroupAssignment()
+		sa.MemberID = req.Members[i].MemberID
+		sa.MemberAssignment = ka.AppendTo(nil)
+		out[i] = sa
+	}
+	slices.SortFunc(out, func(a, b kmsg.SyncGroupRequestGroupAssignment) int { return cmp.Compare(a.MemberID, b.MemberID) })
+	return out
+}
+
+// DecodeAssignments parses SyncGroup assignments back into member id to
+// topic to partitions.
+func DecodeAssignments(sync []kmsg.SyncGroupRequestGroupAssignment) (map[string]map[string][]int32, error) {
+	out := make(map[string]map[string][]int32, len(sync))
+	for _, sa := range sync {
+		var ka kmsg.ConsumerMemberAssignment
+		if err := ka.ReadFrom(sa.MemberAssignment); err != nil {
+			return nil, fmt.Errorf("assignment of member %q: %w", sa.MemberID, err)
+		}
+		m := make(map[string][]int32, len(ka.Topics))
+		for _, t := range ka.Topics {
+			m[t.Topic] = append(m[t.Topic], t.Partitions...)
+		}
+		out[sa.MemberID] = m
+	}
+	return out, nil
+}
