@@ -15,14 +15,7 @@ import (
 // TestMain shares one compilation cache among the tests, so each command
 // loads the built-ins in milliseconds instead of compiling them again.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "wasmassign-cli-cache-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("WASMASSIGN_CACHE_DIR", dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.RunWithTempDir(m, "WASMASSIGN_CACHE_DIR"))
 }
 
 // wasmassign runs the command in-process and returns its exit code and output.

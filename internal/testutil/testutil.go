@@ -52,3 +52,17 @@ func ReadArtefact(t testing.TB, rel string) []byte {
 	}
 	return b
 }
+
+// RunWithTempDir runs a package's tests with env naming a fresh temporary
+// directory, removed afterwards, and returns their exit code. Packages use it
+// from TestMain to share one compilation cache among all their tests, so a
+// Go guest compiles once per package instead of once per test.
+func RunWithTempDir(m *testing.M, env string) int {
+	dir, err := os.MkdirTemp("", "wasmassign-test-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Setenv(env, dir)
+	return m.Run()
+}
