@@ -258,6 +258,25 @@ func TestGuest_MemoryStaysFlat(t *testing.T) {
 	}
 }
 
+func TestAssign_ResponseOverTheOutputCapIsInvalid(t *testing.T) {
+	h, _ := newTestHost(t, NewConfig().WithLimits(DefaultLimits().WithMaxOutputBytes(1024))) // room for the description (~550 bytes)
+	p := loadArtefact(t, h, testGuest)
+	req := smallRequest()
+	req.Topics[0].PartitionCount = 1000 // 4,000 bytes of partition ids alone
+	_, err := p.Assign(context.Background(), "test-spread", req)
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != ErrInvalidOutput || e.Rule != RuleOutputSize {
+		t.Fatalf("err = %v, want invalid output, rule %q", err, RuleOutputSize)
+	}
+	if !strings.Contains(err.Error(), "limit is 1024") {
+		t.Fatalf("err = %q, want it to name the limit", err)
+	}
+	// The same plugin still answers requests whose response fits.
+	if _, err := p.Assign(context.Background(), "test-fail", smallRequest()); !errors.Is(err, ErrAssignorFailed) {
+		t.Fatalf("after an oversized response: %v", err)
+	}
+}
+
 func TestAssign_ChattyGuestIsRateLimited(t *testing.T) {
 	const perSecond = 50
 	lim := DefaultLimits().WithLogLinesPerSecond(perSecond)
