@@ -60,9 +60,6 @@ func (g *group) memberScratch() *memberScratch {
 	return g.scratch
 }
 
-// total is the number of assignable partitions.
-func (g *group) total() int32 { return g.base[len(g.byRank)] }
-
 // partitions returns the partition count of rank r.
 func (g *group) partitions(r int32) int32 { return g.base[r+1] - g.base[r] }
 
