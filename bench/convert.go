@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/consumerproto"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
@@ -90,6 +92,10 @@ type Group struct {
 // id, the topic table sorted by name (every subscribed or owned topic, with
 // Exists false for names the cluster does not have), Owned from
 // OwnedPartitions and OwnedGeneration from Generation.
+//
+// It decodes with a fresh consumerproto.Decoder each time, so a benchmark
+// run gains nothing from an earlier one; within one call, members with equal
+// subscriptions share their decoded topic lists, as a real host's would.
 func RequestFromJoin(g Group, members []kmsg.JoinGroupResponseMember) (*abi.Request, error) {
 	sorted := make([]*kmsg.JoinGroupResponseMember, len(members))
 	for i := range members {
@@ -97,60 +103,73 @@ func RequestFromJoin(g Group, members []kmsg.JoinGroupResponseMember) (*abi.Requ
 	}
 	slices.SortFunc(sorted, joinLess)
 
-	metas := make([]kmsg.ConsumerMemberMetadata, len(sorted))
-	names := make(map[string]int32)
+	names := consumerproto.NewNames()
+	dec := consumerproto.NewDecoder(names)
+	subs := make([]consumerproto.Subscription, len(sorted))
 	for i, m := range sorted {
-		meta := &metas[i]
-		meta.Default()
-		if err := meta.ReadFrom(m.ProtocolMetadata); err != nil {
-			return nil, fmt.Errorf("member %q: consumer metadata: %w", m.MemberID, err)
+		s, err := dec.Decode(m.ProtocolMetadata)
+		if err != nil {
+			return nil, fmt.Errorf("member %q: %w", m.MemberID, err)
 		}
-		for _, t := range meta.Topics {
-			names[t] = 0
-		}
-		for _, op := range meta.OwnedPartitions {
-			names[op.Topic] = 0
-		}
+		subs[i] = s
 	}
+
+	// The topic table holds every name some member mentions, sorted; table
+	// maps a decoder id to its index there.
+	ids := make([]int32, names.Len())
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	slices.SortFunc(ids, func(a, b int32) int { return cmp.Compare(names.Name(a), names.Name(b)) })
+	table := make([]int32, names.Len())
 	req := &abi.Request{
 		GroupID:           g.ID,
 		Generation:        g.Generation,
 		Protocol:          g.Protocol,
 		RebalanceProtocol: g.Rebalance,
-		Topics:            make([]abi.Topic, 0, len(names)),
+		Topics:            make([]abi.Topic, len(ids)),
 		Members:           make([]abi.Member, len(sorted)),
 	}
-	for _, name := range slices.Sorted(maps.Keys(names)) {
+	for i, id := range ids {
+		name := names.Name(id)
 		n, ok := g.Partitions[name]
-		names[name] = int32(len(req.Topics))
-		req.Topics = append(req.Topics, abi.Topic{Name: name, Exists: ok, PartitionCount: n})
+		table[id] = int32(i)
+		req.Topics[i] = abi.Topic{Name: name, Exists: ok, PartitionCount: n}
 	}
+
+	// Members with equal subscriptions share one decoded slice, so they can
+	// share its translation too.
+	translated := make(map[*int32][]int32)
 	for i, m := range sorted {
-		meta := &metas[i]
+		s := &subs[i]
 		am := &req.Members[i]
 		am.MemberID = m.MemberID
 		if m.InstanceID != nil {
 			am.InstanceID = *m.InstanceID
 		}
-		if meta.Rack != nil {
-			am.Rack = *meta.Rack
-		}
+		am.Rack = s.Rack
 		am.Cooperative = g.Rebalance == abi.Cooperative
-		am.UserData = meta.UserData
-		am.Topics = make([]int32, 0, len(meta.Topics))
-		for _, t := range meta.Topics {
-			am.Topics = append(am.Topics, names[t])
+		am.UserData = s.UserData
+		am.OwnedGeneration = s.Generation
+		if len(s.Topics) > 0 {
+			key := unsafe.SliceData(s.Topics)
+			ts, ok := translated[key]
+			if !ok {
+				ts = make([]int32, len(s.Topics))
+				for k, id := range s.Topics {
+					ts[k] = table[id]
+				}
+				slices.Sort(ts)
+				translated[key] = ts
+			}
+			am.Topics = ts
+		} else {
+			am.Topics = []int32{}
 		}
-		slices.Sort(am.Topics)
-		am.Topics = slices.Compact(am.Topics)
-		am.OwnedGeneration = -1
-		if meta.Version >= 2 {
-			am.OwnedGeneration = meta.Generation
-		}
-		if len(meta.OwnedPartitions) > 0 {
-			am.Owned = make([]abi.TopicPartitions, 0, len(meta.OwnedPartitions))
-			for _, op := range meta.OwnedPartitions {
-				am.Owned = append(am.Owned, abi.TopicPartitions{Topic: names[op.Topic], Partitions: op.Partitions})
+		if len(s.Owned) > 0 {
+			am.Owned = make([]abi.TopicPartitions, len(s.Owned))
+			for k, o := range s.Owned {
+				am.Owned[k] = abi.TopicPartitions{Topic: table[o.Topic], Partitions: o.Partitions}
 			}
 		}
 	}
@@ -167,28 +186,20 @@ func EncodeResponse(req *abi.Request, resp *abi.Response) []kmsg.SyncGroupReques
 		ma := &resp.Members[i]
 		byMember[ma.Member] = ma
 	}
+	topicNames := make([]string, len(req.Topics))
+	for i, t := range req.Topics {
+		topicNames[i] = t.Name
+	}
+	enc := consumerproto.NewAssignmentEncoder(topicNames)
 	out := make([]kmsg.SyncGroupRequestGroupAssignment, len(req.Members))
 	for i := range req.Members {
-		var ka kmsg.ConsumerMemberAssignment
-		if ma := byMember[i]; ma != nil {
-			// The topic table is sorted by name, so ordering by index
-			// orders by name.
-			tps := slices.Clone(ma.Partitions)
-			slices.SortFunc(tps, func(a, b abi.TopicPartitions) int { return cmp.Compare(a.Topic, b.Topic) })
-			ka.Topics = make([]kmsg.ConsumerMemberAssignmentTopic, 0, len(tps))
-			for _, tp := range tps {
-				if len(tp.Partitions) == 0 {
-					continue
-				}
-				ps := slices.Clone(tp.Partitions)
-				slices.Sort(ps)
-				ka.Topics = append(ka.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: req.Topics[tp.Topic].Name, Partitions: ps})
-			}
-			ka.UserData = ma.UserData
-		}
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()
 		sa.MemberID = req.Members[i].MemberID
-		sa.MemberAssignment = ka.AppendTo(nil)
+		if ma := byMember[i]; ma != nil {
+			sa.MemberAssignment = enc.Append(nil, ma.Partitions, ma.UserData)
+		} else {
+			sa.MemberAssignment = enc.Append(nil, nil, nil)
+		}
 		out[i] = sa
 	}
 	slices.SortFunc(out, func(a, b kmsg.SyncGroupRequestGroupAssignment) int { return cmp.Compare(a.MemberID, b.MemberID) })
