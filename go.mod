@@ -3,6 +3,7 @@ module github.com/wasmassign/wasmassign
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1

@@ -1,0 +1,661 @@
+// Package config reads the TOML configuration of `wasmassign serve` and
+// checks it completely before anything starts: every error names the file,
+// the key and the problem, on one line, so an operator can fix it without
+// reading code.
+//
+// A Config is immutable once loaded: durations are parsed, globs, CIDRs and
+// regular expressions compiled, and relative paths resolved against the
+// directory of the file they came from. The package knows nothing of plugins
+// or sockets; callers check plugin names with [Config.CheckAssignors].
+package config
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// ErrInvalid is wrapped by every error about the content of a configuration,
+// as opposed to failing to read the file at all.
+var ErrInvalid = errors.New("invalid configuration")
+
+// Config is a loaded, checked configuration.
+type Config struct {
+	// Source is the file the configuration came from, or "<defaults>".
+	Source   string
+	Server   Server
+	Upstream Upstream
+	Plugins  Plugins
+	Log      Log
+	// Groups are the rules for managed groups; the first whose glob matches
+	// a group id applies. Groups no rule matches pass through the gateway.
+	Groups []Group
+	// Racks are the ordered rules that give a rack to clients that send
+	// none.
+	Racks []RackRule
+}
+
+// Server configures the gateway's own listeners.
+type Server struct {
+	// Listen is the bootstrap listener's address.
+	Listen string
+	// AdvertisedHost is the host clients are told to connect to, in
+	// rewritten broker addresses.
+	AdvertisedHost string
+	// BrokerPortBase is the port of the listener for node 0; node N listens
+	// on BrokerPortBase+N unless BrokerPorts maps it.
+	BrokerPortBase int
+	// BrokerPorts maps node ids to listener ports, overriding the base.
+	BrokerPorts map[int32]int
+	// AdminListen is the address of the admin and metrics HTTP server;
+	// empty disables it.
+	AdminListen string
+	// StateDir is where group state is kept across restarts; empty keeps it
+	// in memory only.
+	StateDir string
+	// TLSCert and TLSKey, both set, make the listeners serve TLS.
+	TLSCert, TLSKey string
+	// MaxFrameBytes bounds the size of one client request; bigger frames
+	// close the connection. Kafka's socket.request.max.bytes defaults to
+	// 100 MiB.
+	MaxFrameBytes int32
+}
+
+// BrokerPort returns the listener port for node.
+func (s Server) BrokerPort(node int32) int {
+	if p, ok := s.BrokerPorts[node]; ok {
+		return p
+	}
+	return s.BrokerPortBase + int(node)
+}
+
+// Upstream configures the Kafka cluster behind the gateway.
+type Upstream struct {
+	// Brokers are the bootstrap addresses; empty starts the embedded
+	// cluster.
+	Brokers []string
+	// MetadataRefresh is how often cluster metadata is refreshed.
+	MetadataRefresh time.Duration
+	// TLSCA, when set, is the PEM file of the CA that signs the upstream's
+	// certificates, and makes the gateway's connections use TLS.
+	TLSCA string
+	// SASLMechanism is "", "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512", for
+	// the gateway's own connections.
+	SASLMechanism, SASLUser, SASLPassword string
+	// Embedded configures the cluster started when Brokers is empty.
+	Embedded Embedded
+	// BrokerRacks overrides the upstream's broker racks, node id to rack.
+	BrokerRacks map[int32]string
+}
+
+// IsEmbedded reports whether the gateway starts its own cluster.
+func (u Upstream) IsEmbedded() bool { return len(u.Brokers) == 0 }
+
+// Embedded configures the in-process cluster.
+type Embedded struct {
+	Brokers int
+	Topics  []TopicSpec
+}
+
+// TopicSpec is a topic the embedded cluster creates at start.
+type TopicSpec struct {
+	Name        string
+	Partitions  int32
+	Replication int16
+}
+
+// Plugins configures the wasm plugins.
+type Plugins struct {
+	// Dir holds extra *.wasm plugins, as an absolute path; empty loads only
+	// the built-ins.
+	Dir string
+	// Timeout bounds one plugin call.
+	Timeout time.Duration
+	// MemoryLimitMB bounds one plugin instance's linear memory.
+	MemoryLimitMB int
+}
+
+// Log configures the daemon's log.
+type Log struct {
+	Level  string // debug, info, warn or error
+	Format string // text or json
+}
+
+// Group is the rule for the managed groups whose id matches Match.
+type Group struct {
+	// Match is a glob on the group id: '*' matches any run of characters,
+	// '?' any one character, and '\' escapes the next character.
+	Match string
+	// Assignor names the assignor to run; empty runs the plugin serving the
+	// protocol the members chose.
+	Assignor string
+	// Priority lists protocols in the operator's order of preference; the
+	// first that every member offers wins over the members' vote.
+	Priority []string
+	// Fallback is the assignor used when the chosen one fails.
+	Fallback string
+	// InitialRebalanceDelay delays the first rebalance of an empty group so
+	// that members starting together join one generation.
+	InitialRebalanceDelay time.Duration
+	// MaxSize bounds the number of members; 0 means no bound.
+	MaxSize int
+	// RebalanceOnReload makes the group rebalance when its plugin is
+	// reloaded.
+	RebalanceOnReload bool
+	// Config is handed to the plugin with every request.
+	Config map[string]string
+}
+
+// Matches reports whether the rule applies to groupID.
+func (g *Group) Matches(groupID string) bool { return globMatch(g.Match, groupID) }
+
+// RackRule gives a rack to clients that send none. Exactly one of CIDR and
+// ClientID is set.
+type RackRule struct {
+	CIDR     netip.Prefix
+	ClientID *regexp.Regexp
+	Rack     string
+}
+
+// Matches reports whether the rule applies to a client at host with
+// clientID.
+func (r *RackRule) Matches(host netip.Addr, clientID string) bool {
+	if r.ClientID != nil {
+		return r.ClientID.MatchString(clientID)
+	}
+	return r.CIDR.Contains(host.Unmap())
+}
+
+// GroupFor returns the rule for groupID: the first whose glob matches. The
+// second result is false for a group the gateway does not manage.
+func (c *Config) GroupFor(groupID string) (*Group, bool) {
+	for i := range c.Groups {
+		if c.Groups[i].Matches(groupID) {
+			return &c.Groups[i], true
+		}
+	}
+	return nil, false
+}
+
+// RackFor returns the rack the first matching rule gives a client, or "".
+func (c *Config) RackFor(host netip.Addr, clientID string) string {
+	for i := range c.Racks {
+		if c.Racks[i].Matches(host, clientID) {
+			return c.Racks[i].Rack
+		}
+	}
+	return ""
+}
+
+// CheckAssignors reports the first group whose assignor or fallback known
+// does not accept, naming the file and key.
+func (c *Config) CheckAssignors(known func(name string) bool) error {
+	for i, g := range c.Groups {
+		if g.Assignor != "" && !known(g.Assignor) {
+			return c.errorf("groups[%d].assignor", "no plugin provides assignor %q", i, g.Assignor)
+		}
+		if !known(g.Fallback) {
+			return c.errorf("groups[%d].fallback", "no plugin provides assignor %q", i, g.Fallback)
+		}
+	}
+	return nil
+}
+
+func (c *Config) errorf(key, format string, args ...any) error {
+	return fmt.Errorf("%s: %s: %w: %s", c.Source, keyName(key, args), ErrInvalid, fmt.Sprintf(format, args[strings.Count(key, "%"):]...))
+}
+
+// keyName formats a key pattern such as "groups[%d].assignor" with the
+// leading args it uses.
+func keyName(key string, args []any) string {
+	return fmt.Sprintf(key, args[:strings.Count(key, "%")]...)
+}
+
+// DefaultText is the configuration `wasmassign serve` runs with when given
+// no file: the embedded cluster, every group managed.
+const DefaultText = `[server]
+listen = "127.0.0.1:9092"
+advertised_host = "127.0.0.1"
+broker_port_base = 9093
+admin_listen = "127.0.0.1:9644"
+
+[upstream.embedded]
+brokers = 3
+topics = ["demo:6"]
+
+[[groups]]
+match = "*"
+`
+
+// Default returns the configuration used when no file is given.
+func Default() *Config {
+	c, err := Parse([]byte(DefaultText), "<defaults>", "")
+	if err != nil {
+		panic("config: the built-in defaults do not parse: " + err.Error())
+	}
+	return c
+}
+
+// Load reads and checks the configuration file at path. Relative paths in it
+// are resolved against the file's directory; the plugin directory and TLS
+// files must exist and be readable.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data, path, filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkFiles(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkFiles makes sure the files and directories the configuration names
+// can be read, so a typo stops start-up rather than the first rebalance.
+func (c *Config) checkFiles() error {
+	if c.Plugins.Dir != "" {
+		if _, err := os.ReadDir(c.Plugins.Dir); err != nil {
+			return c.errorf("plugins.dir", "%v", err)
+		}
+	}
+	for key, file := range map[string]string{"server.tls_cert": c.Server.TLSCert, "server.tls_key": c.Server.TLSKey, "upstream.tls_ca": c.Upstream.TLSCA} {
+		if file == "" {
+			continue
+		}
+		if _, err := os.ReadFile(file); err != nil {
+			return c.errorf(key, "%v", err)
+		}
+	}
+	return nil
+}
+
+// file mirrors the TOML layout. Pointers tell an absent key from a zero
+// value where the default is not zero.
+type file struct {
+	Server struct {
+		Listen         *string        `toml:"listen"`
+		AdvertisedHost *string        `toml:"advertised_host"`
+		BrokerPortBase *int           `toml:"broker_port_base"`
+		BrokerPorts    map[string]int `toml:"broker_ports"`
+		AdminListen    *string        `toml:"admin_listen"`
+		StateDir       string         `toml:"state_dir"`
+		TLSCert        string         `toml:"tls_cert"`
+		TLSKey         string         `toml:"tls_key"`
+		MaxFrameBytes  *int64         `toml:"max_frame_bytes"`
+	} `toml:"server"`
+	Upstream struct {
+		Brokers         []string `toml:"brokers"`
+		MetadataRefresh *string  `toml:"metadata_refresh"`
+		TLSCA           string   `toml:"tls_ca"`
+		SASLMechanism   string   `toml:"sasl_mechanism"`
+		SASLUser        string   `toml:"sasl_user"`
+		SASLPassword    string   `toml:"sasl_password"`
+		Embedded        struct {
+			Brokers *int     `toml:"brokers"`
+			Topics  []string `toml:"topics"`
+		} `toml:"embedded"`
+		BrokerRacks map[string]string `toml:"broker_racks"`
+	} `toml:"upstream"`
+	Plugins struct {
+		Dir           string  `toml:"dir"`
+		Timeout       *string `toml:"timeout"`
+		MemoryLimitMB *int    `toml:"memory_limit_mb"`
+	} `toml:"plugins"`
+	Log struct {
+		Level  string `toml:"level"`
+		Format string `toml:"format"`
+	} `toml:"log"`
+	Groups []struct {
+		Match                 *string           `toml:"match"`
+		Assignor              string            `toml:"assignor"`
+		Priority              []string          `toml:"priority"`
+		Fallback              *string           `toml:"fallback"`
+		InitialRebalanceDelay *string           `toml:"initial_rebalance_delay"`
+		MaxSize               int               `toml:"max_size"`
+		RebalanceOnReload     bool              `toml:"rebalance_on_reload"`
+		Config                map[string]string `toml:"config"`
+	} `toml:"groups"`
+	Racks []struct {
+		CIDR     string `toml:"cidr"`
+		ClientID string `toml:"client_id"`
+		Rack     string `toml:"rack"`
+	} `toml:"racks"`
+}
+
+// Parse checks a configuration given as TOML text. source names it in
+// errors; dir is the directory relative paths are resolved against. Parse
+// does not touch the filesystem: [Load] also checks that named files exist.
+func Parse(data []byte, source, dir string) (*Config, error) {
+	c := &Config{Source: source}
+	var f file
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&f)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s:%d: %w: %s", source, pe.Position.Line, ErrInvalid, pe.Message)
+		}
+		return nil, fmt.Errorf("%s: %w: %v", source, ErrInvalid, err)
+	}
+	if keys := md.Undecoded(); len(keys) > 0 {
+		return nil, fmt.Errorf("%s: %s: %w: unknown key (a typo, or a key this version does not have)", source, keys[0], ErrInvalid)
+	}
+	steps := []func(*file, string) error{c.server, c.upstream, c.plugins, c.log, c.groups, c.racks}
+	for _, step := range steps {
+		if err := step(&f, dir); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Config) server(f *file, dir string) error {
+	s := &c.Server
+	s.Listen = orDefault(f.Server.Listen, "127.0.0.1:9092")
+	s.AdvertisedHost = orDefault(f.Server.AdvertisedHost, "127.0.0.1")
+	s.AdminListen = orDefault(f.Server.AdminListen, "")
+	s.BrokerPortBase = 9093
+	if f.Server.BrokerPortBase != nil {
+		s.BrokerPortBase = *f.Server.BrokerPortBase
+	}
+	if err := c.checkAddr("server.listen", s.Listen, false); err != nil {
+		return err
+	}
+	if err := c.checkAddr("server.admin_listen", s.AdminListen, true); err != nil {
+		return err
+	}
+	if s.AdvertisedHost == "" {
+		return c.errorf("server.advertised_host", "must not be empty")
+	}
+	if s.BrokerPortBase < 1 || s.BrokerPortBase > 65535 {
+		return c.errorf("server.broker_port_base", "port %d out of range 1-65535", s.BrokerPortBase)
+	}
+	if len(f.Server.BrokerPorts) > 0 {
+		s.BrokerPorts = make(map[int32]int, len(f.Server.BrokerPorts))
+		for k, port := range f.Server.BrokerPorts {
+			node, err := nodeID(k)
+			if err != nil {
+				return c.errorf("server.broker_ports.%q", "%v", k, err)
+			}
+			if port < 1 || port > 65535 {
+				return c.errorf("server.broker_ports.%q", "port %d out of range 1-65535", k, port)
+			}
+			s.BrokerPorts[node] = port
+		}
+	}
+	s.StateDir = resolve(dir, f.Server.StateDir)
+	s.TLSCert = resolve(dir, f.Server.TLSCert)
+	s.TLSKey = resolve(dir, f.Server.TLSKey)
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		return c.errorf("server.tls_cert", "tls_cert and tls_key must be set together")
+	}
+	s.MaxFrameBytes = 100 << 20
+	if f.Server.MaxFrameBytes != nil {
+		v := *f.Server.MaxFrameBytes
+		if v < 1<<10 || v > 1<<30 {
+			return c.errorf("server.max_frame_bytes", "%d out of range 1 KiB to 1 GiB", v)
+		}
+		s.MaxFrameBytes = int32(v)
+	}
+	return nil
+}
+
+func (c *Config) upstream(f *file, dir string) error {
+	u := &c.Upstream
+	u.Brokers = slices.Clone(f.Upstream.Brokers)
+	for i, b := range u.Brokers {
+		if err := c.checkAddr(fmt.Sprintf("upstream.brokers[%d]", i), b, false); err != nil {
+			return err
+		}
+	}
+	var err error
+	if u.MetadataRefresh, err = c.duration("upstream.metadata_refresh", f.Upstream.MetadataRefresh, 10*time.Second); err != nil {
+		return err
+	}
+	if u.MetadataRefresh < 100*time.Millisecond {
+		return c.errorf("upstream.metadata_refresh", "%v is below the minimum of 100ms", u.MetadataRefresh)
+	}
+	u.TLSCA = resolve(dir, f.Upstream.TLSCA)
+	u.SASLMechanism, u.SASLUser, u.SASLPassword = f.Upstream.SASLMechanism, f.Upstream.SASLUser, f.Upstream.SASLPassword
+	switch u.SASLMechanism {
+	case "":
+		if u.SASLUser != "" || u.SASLPassword != "" {
+			return c.errorf("upstream.sasl_user", "set without upstream.sasl_mechanism")
+		}
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		if u.SASLUser == "" {
+			return c.errorf("upstream.sasl_user", "required with sasl_mechanism %s", u.SASLMechanism)
+		}
+	default:
+		return c.errorf("upstream.sasl_mechanism", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", u.SASLMechanism)
+	}
+	e := &u.Embedded
+	e.Brokers = 3
+	if f.Upstream.Embedded.Brokers != nil {
+		e.Brokers = *f.Upstream.Embedded.Brokers
+	}
+	if e.Brokers < 1 || e.Brokers > 64 {
+		return c.errorf("upstream.embedded.brokers", "%d out of range 1-64", e.Brokers)
+	}
+	seen := map[string]bool{}
+	for i, spec := range f.Upstream.Embedded.Topics {
+		t, err := parseTopic(spec)
+		if err == nil && int(t.Replication) > e.Brokers {
+			err = fmt.Errorf("replication %d is more than the %d brokers", t.Replication, e.Brokers)
+		}
+		if err == nil && seen[t.Name] {
+			err = fmt.Errorf("topic %s listed twice", t.Name)
+		}
+		if err != nil {
+			return c.errorf("upstream.embedded.topics[%d]", "%q: %v", i, spec, err)
+		}
+		seen[t.Name] = true
+		e.Topics = append(e.Topics, t)
+	}
+	if len(f.Upstream.BrokerRacks) > 0 {
+		u.BrokerRacks = make(map[int32]string, len(f.Upstream.BrokerRacks))
+		for k, rack := range f.Upstream.BrokerRacks {
+			node, err := nodeID(k)
+			if err != nil {
+				return c.errorf("upstream.broker_racks.%q", "%v", k, err)
+			}
+			u.BrokerRacks[node] = rack
+		}
+	}
+	return nil
+}
+
+func (c *Config) plugins(f *file, dir string) error {
+	p := &c.Plugins
+	p.Dir = resolve(dir, f.Plugins.Dir)
+	var err error
+	if p.Timeout, err = c.duration("plugins.timeout", f.Plugins.Timeout, 2*time.Second); err != nil {
+		return err
+	}
+	if p.Timeout <= 0 {
+		return c.errorf("plugins.timeout", "must be positive")
+	}
+	p.MemoryLimitMB = 512
+	if f.Plugins.MemoryLimitMB != nil {
+		p.MemoryLimitMB = *f.Plugins.MemoryLimitMB
+	}
+	// A wasm32 memory cannot exceed 4 GiB; below a few MiB no Go guest
+	// starts.
+	if p.MemoryLimitMB < 16 || p.MemoryLimitMB > 4096 {
+		return c.errorf("plugins.memory_limit_mb", "%d out of range 16-4096", p.MemoryLimitMB)
+	}
+	return nil
+}
+
+func (c *Config) log(f *file, _ string) error {
+	c.Log.Level = cmp.Or(f.Log.Level, "info")
+	c.Log.Format = cmp.Or(f.Log.Format, "text")
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
+		return c.errorf("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	if !slices.Contains([]string{"text", "json"}, c.Log.Format) {
+		return c.errorf("log.format", "%q is not one of text, json", c.Log.Format)
+	}
+	return nil
+}
+
+func (c *Config) groups(f *file, _ string) error {
+	for i, fg := range f.Groups {
+		if fg.Match == nil || *fg.Match == "" {
+			return c.errorf("groups[%d].match", "required: a glob on the group id, such as \"*\"", i)
+		}
+		g := Group{
+			Match:             *fg.Match,
+			Assignor:          fg.Assignor,
+			Priority:          slices.Clone(fg.Priority),
+			Fallback:          orDefault(fg.Fallback, "range"),
+			MaxSize:           fg.MaxSize,
+			RebalanceOnReload: fg.RebalanceOnReload,
+		}
+		if len(fg.Config) > 0 {
+			g.Config = make(map[string]string, len(fg.Config))
+			for k, v := range fg.Config {
+				g.Config[k] = v
+			}
+		}
+		if err := checkGlob(g.Match); err != nil {
+			return c.errorf("groups[%d].match", "%q: %v", i, g.Match, err)
+		}
+		if g.Fallback == "" {
+			return c.errorf("groups[%d].fallback", "must not be empty", i)
+		}
+		for j, p := range g.Priority {
+			if p == "" || slices.Index(g.Priority, p) != j {
+				return c.errorf("groups[%d].priority", "entry %d (%q) is empty or repeated", i, j, p)
+			}
+		}
+		var err error
+		if g.InitialRebalanceDelay, err = c.duration(fmt.Sprintf("groups[%d].initial_rebalance_delay", i), fg.InitialRebalanceDelay, 3*time.Second); err != nil {
+			return err
+		}
+		if g.InitialRebalanceDelay < 0 {
+			return c.errorf("groups[%d].initial_rebalance_delay", "must not be negative", i)
+		}
+		if g.MaxSize < 0 {
+			return c.errorf("groups[%d].max_size", "must not be negative", i)
+		}
+		c.Groups = append(c.Groups, g)
+	}
+	return nil
+}
+
+func (c *Config) racks(f *file, _ string) error {
+	for i, fr := range f.Racks {
+		if fr.Rack == "" {
+			return c.errorf("racks[%d].rack", "required", i)
+		}
+		r := RackRule{Rack: fr.Rack}
+		switch {
+		case fr.CIDR != "" && fr.ClientID != "":
+			return c.errorf("racks[%d]", "set cidr or client_id, not both", i)
+		case fr.CIDR != "":
+			p, err := netip.ParsePrefix(fr.CIDR)
+			if err != nil {
+				return c.errorf("racks[%d].cidr", "%v", i, err)
+			}
+			r.CIDR = p.Masked()
+		case fr.ClientID != "":
+			re, err := regexp.Compile(fr.ClientID)
+			if err != nil {
+				return c.errorf("racks[%d].client_id", "%v", i, err)
+			}
+			r.ClientID = re
+		default:
+			return c.errorf("racks[%d]", "needs cidr or client_id", i)
+		}
+		c.Racks = append(c.Racks, r)
+	}
+	return nil
+}
+
+func (c *Config) duration(key string, v *string, def time.Duration) (time.Duration, error) {
+	if v == nil {
+		return def, nil
+	}
+	d, err := time.ParseDuration(*v)
+	if err != nil {
+		return 0, c.errorf(key, "%q is not a duration such as \"2s\" or \"500ms\"", *v)
+	}
+	return d, nil
+}
+
+func (c *Config) checkAddr(key, addr string, mayBeEmpty bool) error {
+	if addr == "" && mayBeEmpty {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		var n int
+		n, err = strconv.Atoi(port)
+		if err == nil && (n < 0 || n > 65535) {
+			err = fmt.Errorf("port %d out of range", n)
+		}
+	}
+	if err != nil {
+		return c.errorf(key, "%q is not host:port: %v", addr, err)
+	}
+	return nil
+}
+
+func parseTopic(spec string) (TopicSpec, error) {
+	parts := strings.Split(spec, ":")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" {
+		return TopicSpec{}, errors.New("want name:partitions[:replication]")
+	}
+	t := TopicSpec{Name: parts[0], Replication: 1}
+	n, err := strconv.ParseInt(parts[1], 10, 32)
+	if err != nil || n < 1 {
+		return TopicSpec{}, fmt.Errorf("partitions %q is not a positive number", parts[1])
+	}
+	t.Partitions = int32(n)
+	if len(parts) == 3 {
+		r, err := strconv.ParseInt(parts[2], 10, 16)
+		if err != nil || r < 1 {
+			return TopicSpec{}, fmt.Errorf("replication %q is not a positive number", parts[2])
+		}
+		t.Replication = int16(r)
+	}
+	return t, nil
+}
+
+func nodeID(s string) (int32, error) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a broker node id", s)
+	}
+	return int32(n), nil
+}
+
+func resolve(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) || dir == "" {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+func orDefault(v *string, def string) string {
+	if v == nil {
+		return def
+	}
+	return *v
+}

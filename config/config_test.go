@@ -1,0 +1,244 @@
+package config
+
+import (
+	"errors"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// issueExample is the configuration shown to operators: every key the
+// gateway documents, with the values from the documentation.
+const issueExample = `
+[server]
+listen = "127.0.0.1:9092"
+advertised_host = "127.0.0.1"
+broker_port_base = 9093
+admin_listen = "127.0.0.1:9644"
+state_dir = "state"
+tls_cert = ""
+tls_key = ""
+
+[upstream]
+brokers = []
+metadata_refresh = "10s"
+tls_ca = ""
+sasl_mechanism = ""
+sasl_user = ""
+sasl_password = ""
+[upstream.embedded]
+brokers = 3
+topics = ["demo:6"]
+[upstream.broker_racks]
+"0" = "az-a"
+
+[plugins]
+dir = "plugins.d"
+timeout = "2s"
+memory_limit_mb = 512
+
+[[groups]]
+match = "*"
+assignor = ""
+priority = []
+fallback = "range"
+initial_rebalance_delay = "3s"
+[groups.config]
+key = "value"
+
+[[racks]]
+cidr = "10.1.0.0/16"
+rack = "az-a"
+[[racks]]
+client_id = "^billing-"
+rack = "az-b"
+`
+
+func TestParse_DocumentedExample(t *testing.T) {
+	c, err := Parse([]byte(issueExample), "gateway.toml", "/etc/wasmassign")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Upstream.IsEmbedded() || c.Upstream.Embedded.Brokers != 3 {
+		t.Errorf("upstream %+v", c.Upstream)
+	}
+	if got := c.Upstream.Embedded.Topics; len(got) != 1 || got[0] != (TopicSpec{"demo", 6, 1}) {
+		t.Errorf("topics %+v", got)
+	}
+	if c.Upstream.BrokerRacks[0] != "az-a" || c.Upstream.MetadataRefresh != 10*time.Second {
+		t.Errorf("upstream %+v", c.Upstream)
+	}
+	if c.Plugins.Dir != "/etc/wasmassign/plugins.d" || c.Server.StateDir != "/etc/wasmassign/state" {
+		t.Errorf("paths not resolved against the file's directory: %q %q", c.Plugins.Dir, c.Server.StateDir)
+	}
+	g, ok := c.GroupFor("anything")
+	if !ok || g.Fallback != "range" || g.InitialRebalanceDelay != 3*time.Second || g.Config["key"] != "value" {
+		t.Errorf("group %+v", g)
+	}
+	if got := c.RackFor(netip.MustParseAddr("10.1.2.3"), "x"); got != "az-a" {
+		t.Errorf("rack by cidr %q", got)
+	}
+	if got := c.RackFor(netip.MustParseAddr("::ffff:10.1.2.3"), "x"); got != "az-a" {
+		t.Errorf("rack by cidr, v4-mapped address: %q", got)
+	}
+	if got := c.RackFor(netip.MustParseAddr("192.168.0.1"), "billing-7"); got != "az-b" {
+		t.Errorf("rack by client id %q", got)
+	}
+	if got := c.RackFor(netip.MustParseAddr("192.168.0.1"), "other"); got != "" {
+		t.Errorf("no rule matches, got %q", got)
+	}
+	if c.Server.BrokerPort(2) != 9095 {
+		t.Errorf("broker port %d", c.Server.BrokerPort(2))
+	}
+}
+
+func TestDefault_ManagesEveryGroupOnTheEmbeddedCluster(t *testing.T) {
+	c := Default()
+	if !c.Upstream.IsEmbedded() || c.Plugins.Dir != "" || c.Plugins.Timeout != 2*time.Second || c.Plugins.MemoryLimitMB != 512 {
+		t.Errorf("defaults %+v", c)
+	}
+	if _, ok := c.GroupFor("any-group"); !ok {
+		t.Error("the defaults do not manage groups")
+	}
+}
+
+// TestParse_BadInputNamesFileAndKey: every rejected configuration names
+// the source, the key and the problem on one line.
+func TestParse_BadInputNamesFileAndKey(t *testing.T) {
+	tests := []struct {
+		name, toml, key, problem string
+	}{
+		{"syntax error", "[server\nlisten=1", "bad.toml:2", "table name"},
+		{"unknown key", "[server]\nlisen = \"x:1\"", "server.lisen", "unknown key"},
+		{"wrong type", "[plugins]\ntimeout = 5", "bad.toml", "timeout"},
+		{"listen without port", "[server]\nlisten = \"localhost\"", "server.listen", "host:port"},
+		{"bad duration", "[plugins]\ntimeout = \"2 seconds\"", "plugins.timeout", "duration"},
+		{"zero timeout", "[plugins]\ntimeout = \"0s\"", "plugins.timeout", "positive"},
+		{"memory too big", "[plugins]\nmemory_limit_mb = 8192", "plugins.memory_limit_mb", "out of range"},
+		{"tls cert alone", "[server]\ntls_cert = \"c.pem\"", "server.tls_cert", "together"},
+		{"bad sasl", "[upstream]\nsasl_mechanism = \"GSSAPI\"", "upstream.sasl_mechanism", "GSSAPI"},
+		{"sasl without user", "[upstream]\nsasl_mechanism = \"PLAIN\"", "upstream.sasl_user", "required"},
+		{"bad topic spec", "[upstream.embedded]\ntopics = [\"demo\"]", "upstream.embedded.topics[0]", "name:partitions"},
+		{"replication above brokers", "[upstream.embedded]\nbrokers = 1\ntopics = [\"demo:3:2\"]", "upstream.embedded.topics[0]", "replication"},
+		{"bad node id", "[upstream.broker_racks]\nx = \"a\"", "upstream.broker_racks.\"x\"", "node id"},
+		{"group without match", "[[groups]]\nassignor = \"range\"", "groups[0].match", "required"},
+		{"glob with lone escape", "[[groups]]\nmatch = \"a\\\\\"", "groups[0].match", "lone"},
+		{"repeated priority", "[[groups]]\nmatch = \"*\"\npriority = [\"range\", \"range\"]", "groups[0].priority", "repeated"},
+		{"negative delay", "[[groups]]\nmatch = \"*\"\ninitial_rebalance_delay = \"-1s\"", "groups[0].initial_rebalance_delay", "negative"},
+		{"rack rule with both", "[[racks]]\ncidr = \"10.0.0.0/8\"\nclient_id = \"x\"\nrack = \"a\"", "racks[0]", "not both"},
+		{"rack rule with bad cidr", "[[racks]]\ncidr = \"10.0.0.0/99\"\nrack = \"a\"", "racks[0].cidr", "10.0.0.0/99"},
+		{"rack rule with bad regexp", "[[racks]]\nclient_id = \"(\"\nrack = \"a\"", "racks[0].client_id", "missing"},
+		{"rack rule without rack", "[[racks]]\ncidr = \"10.0.0.0/8\"", "racks[0].rack", "required"},
+		{"bad log level", "[log]\nlevel = \"loud\"", "log.level", "loud"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.toml), "bad.toml", "")
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "bad.toml") || !strings.Contains(msg, tt.key) || !strings.Contains(msg, tt.problem) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q: want one line starting with the file, naming %q and %q", msg, tt.key, tt.problem)
+			}
+		})
+	}
+}
+
+func TestLoad_MissingFilesStopStartUp(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct{ name, toml, key string }{
+		{"plugin dir missing", "[plugins]\ndir = \"nope\"", "plugins.dir"},
+		{"tls files missing", "[server]\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"", "server.tls_"},
+		{"ca missing", "[upstream]\ntls_ca = \"ca.pem\"", "upstream.tls_ca"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(write("g.toml", tt.toml))
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.key) || !strings.Contains(err.Error(), "g.toml") {
+				t.Errorf("err = %v, want ErrInvalid naming g.toml and %s", err, tt.key)
+			}
+		})
+	}
+	if err := os.Mkdir(filepath.Join(dir, "plugins.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(write("ok.toml", "[plugins]\ndir = \"plugins.d\""))
+	if err != nil || c.Plugins.Dir != filepath.Join(dir, "plugins.d") {
+		t.Errorf("Load = %+v, %v", c, err)
+	}
+	if _, err := Load(filepath.Join(dir, "absent.toml")); err == nil || !strings.Contains(err.Error(), "absent.toml") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestCheckAssignors_NamesTheGroupAndKey(t *testing.T) {
+	c, err := Parse([]byte("[[groups]]\nmatch = \"a*\"\n[[groups]]\nmatch = \"*\"\nassignor = \"weighted\"\n"), "g.toml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := func(n string) bool { return n == "range" }
+	err = c.CheckAssignors(known)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "groups[1].assignor") || !strings.Contains(err.Error(), "weighted") {
+		t.Errorf("err = %v", err)
+	}
+	if g, _ := c.GroupFor("abc"); g.Match != "a*" {
+		t.Errorf("first match must win, got %q", g.Match)
+	}
+}
+
+// globToRegexp is an independent reading of the glob rules, to check
+// globMatch against.
+func globToRegexp(p string) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString("^")
+	rs := []rune(p)
+	for i := 0; i < len(rs); i++ {
+		switch c := rs[i]; {
+		case c == '*':
+			b.WriteString("(?s:.*)")
+		case c == '?':
+			b.WriteString("(?s:.)")
+		case c == '\\' && i+1 < len(rs):
+			i++
+			b.WriteString(regexp.QuoteMeta(string(rs[i])))
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	return regexp.MustCompile(b.String())
+}
+
+func TestGlobMatch_AgreesWithRegexpTranslation(t *testing.T) {
+	alphabet := []rune{'a', 'b', '/', '.', '*', '?', '\\', 'é'}
+	rng := rand.New(rand.NewPCG(11, 12))
+	word := func(n int) string {
+		rs := make([]rune, rng.IntN(n))
+		for i := range rs {
+			rs[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(rs)
+	}
+	for range 20000 {
+		p, s := word(7), word(9)
+		if checkGlob(p) != nil {
+			continue
+		}
+		if got, want := globMatch(p, s), globToRegexp(p).MatchString(s); got != want {
+			t.Fatalf("globMatch(%q, %q) = %v, want %v", p, s, got, want)
+		}
+	}
+}
