@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,6 +147,20 @@ func TestSimulate_TableFormat(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+func TestSimulate_SVGFormatDrawsEveryPartition(t *testing.T) {
+	code, stdout, stderr := wasmassign(t, "simulate", "--format", "svg", "--scenario", writeScenario(t, rangeExample))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if err := xml.Unmarshal([]byte(stdout), new(struct{})); err != nil {
+		t.Fatalf("not well-formed: %v", err)
+	}
+	// The example has six partitions, t0 and t1 with three each.
+	if n := strings.Count(stdout, "<rect "); n != 6 {
+		t.Errorf("%d cells, want 6:\n%s", n, stdout)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wasmassign/wasmassign/handover"
+	"github.com/wasmassign/wasmassign/picture"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 	"github.com/wasmassign/wasmassign/scenario"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
@@ -23,7 +24,7 @@ func simulate(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&assignorName, "assignor", "", "assignor to run (default: the scenario's, else the one serving its protocol)")
 	fs.StringVar(&dir, "plugin-dir", "", "directory of extra *.wasm plugins")
 	fs.Var(&files, "plugin", "extra plugin file (repeatable)")
-	fs.StringVar(&format, "format", "json", "output format: json or table")
+	fs.StringVar(&format, "format", "json", "output format: json, table or svg")
 	lim.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -31,8 +32,8 @@ func simulate(ctx context.Context, e *env, args []string) error {
 	if file == "" {
 		return usagef("--scenario is required")
 	}
-	if format != "json" && format != "table" {
-		return usagef("--format: %q is not json or table", format)
+	if format != "json" && format != "table" && format != "svg" {
+		return usagef("--format: %q is not json, table or svg", format)
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
@@ -59,6 +60,13 @@ func simulate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	assignment, _ := handover.Withhold(req.Request, target)
+	if format == "svg" {
+		if assignment == nil {
+			assignment = target
+		}
+		title := fmt.Sprintf("group %s, generation %d, assignor %s (%s)", req.GroupID, req.Generation, a.Info.Name, req.RebalanceProtocol)
+		return picture.WriteSVG(e.stdout, req.Request, assignment, picture.Options{Title: title, Target: target})
+	}
 	out := scenario.NewOutput(req.Request, a.Info.Name, target, assignment)
 	if format == "table" {
 		return out.WriteTable(e.stdout)
