@@ -1,0 +1,334 @@
+// Package metrics defines every Prometheus metric the daemon exports, in one
+// place, so that names, labels and help texts are consistent and documented
+// together (README, "Metrics"). Callers report what happened through typed
+// methods; nothing outside this package touches a collector.
+//
+// Per-group series are bounded: the first GroupLabelCap groups seen get their
+// own label value, and later groups are aggregated under "_other", so a
+// cluster with a million short-lived groups cannot exhaust the Prometheus
+// server.
+//
+// The package depends only on the Prometheus client; it must not import the
+// coordinator, proxy or runtime packages, which call it.
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// OtherGroups is the group label value that aggregates groups beyond the
+// cap.
+const OtherGroups = "_other"
+
+// DefaultGroupLabelCap is the number of groups that get their own label
+// value when the configuration does not say.
+const DefaultGroupLabelCap = 500
+
+// Metrics holds the daemon's collectors. Its methods are safe for
+// concurrent use.
+type Metrics struct {
+	rebalances         *prometheus.CounterVec
+	rebalanceDuration  *prometheus.HistogramVec
+	movedPartitions    *prometheus.HistogramVec
+	withheldPartitions *prometheus.HistogramVec
+	groupMembers       *prometheus.GaugeVec
+	groupGeneration    *prometheus.GaugeVec
+	unassigned         *prometheus.GaugeVec
+	rackLocality       *prometheus.GaugeVec
+	pluginCalls        *prometheus.HistogramVec
+	pluginFailures     *prometheus.CounterVec
+	fallbacks          *prometheus.CounterVec
+	proxyRequests      *prometheus.CounterVec
+	proxyLatency       *prometheus.HistogramVec
+	upstreamErrors     *prometheus.CounterVec
+	splitBrain         *prometheus.CounterVec
+	storms             *prometheus.CounterVec
+	pluginReloads      *prometheus.CounterVec
+	pluginsLoaded      prometheus.Gauge
+
+	groups *groupLabels
+}
+
+// New creates the collectors and registers them with reg. groupCap bounds
+// the number of distinct group label values (0 means
+// DefaultGroupLabelCap).
+func New(reg prometheus.Registerer, groupCap int) *Metrics {
+	if groupCap <= 0 {
+		groupCap = DefaultGroupLabelCap
+	}
+	durations := prometheus.ExponentialBuckets(0.0005, 2, 16) // 0.5 ms to ~16 s
+	partitions := prometheus.ExponentialBuckets(1, 4, 11)     // 1 to ~1M
+	m := &Metrics{
+		rebalances: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmassign_rebalances_total",
+			Help: "Completed rebalances of managed groups, by assignor that ran and rebalance protocol (eager or cooperative).",
+		}, []string{"assignor", "rebalance_protocol"}),
+		rebalanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wasmassign_rebalance_duration_seconds",
+			Help:    "Time from the start of a rebalance to the group becoming Stable.",
+			Buckets: durations,
+		}, []string{"assignor", "rebalance_protocol"}),
+		movedPartitions: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wasmassign_rebalance_moved_partitions",
+			Help:    "Partitions whose owner changed in one rebalance.",
+			Buckets: partitions,
+		}, []string{"rebalance_protocol"}),
+		withheldPartitions: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wasmassign_rebalance_withheld_partitions",
+			Help:    "Partitions withheld for a cooperative handover in one rebalance.",
+			Buckets: partitions,
+		}, []string{"rebalance_protocol"}),
+		groupMembers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "wasmassign_group_members",
+			Help: "Members of a managed group.",
+		}, []string{"group"}),
+		groupGeneration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "wasmassign_group_generation",
+			Help: "Current generation of a managed group (not reported for groups aggregated under _other).",
+		}, []string{"group"}),
+		unassigned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "wasmassign_group_unassigned_partitions",
+			Help: "Subscribed partitions that no member of the group holds.",
+		}, []string{"group"}),
+		rackLocality: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "wasmassign_group_rack_local_ratio",
+			Help: "Share of assigned partitions with a replica in the member's rack, among those whose racks are known; estimates cross-rack fetch traffic.",
+		}, []string{"group"}),
+		pluginCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wasmassign_plugin_call_duration_seconds",
+			Help:    "Duration of plugin assignment calls, including encoding, the sandboxed call, decoding and validation.",
+			Buckets: durations,
+		}, []string{"assignor"}),
+		pluginFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmassign_plugin_failures_total",
+			Help: "Failed plugin calls by assignor and reason (timeout, trap, oom, invalid, abi, assignor, ...).",
+		}, []string{"assignor", "reason"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmassign_fallbacks_total",
+			Help: "Rebalances that fell back from a failed assignor to another.",
+		}, []string{"from", "to"}),
+		proxyRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmassign_proxy_requests_total",
+			Help: "Client requests handled by the gateway, by Kafka API and where they were answered (local or upstream).",
+		}, []string{"api", "answered"}),
+		proxyLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wasmassign_proxy_request_duration_seconds",
+			Help:    "Time from reading a client request to writing its response, by Kafka API.",
+			Buckets: durations,
+		}, []string{"api"}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmassign_upstream_errors_total",
+			Help: "Failures talking to the upstream cluster, by kind (dial, io, metadata, protocol).",
+		}, []string{"kind"}),
+		splitBrain: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmassign_split_brain_total",
+			Help: "Times a managed group was also seen with members on the upstream: clients bypassing the gateway, or a second gateway.",
+		}, []string{"group"}),
+		storms: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmassign_rebalance_storms_total",
+			Help: "Times a group rebalanced more often than the storm threshold within the window, by likely cause.",
+		}, []string{"group", "cause"}),
+		pluginReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmassign_plugin_reloads_total",
+			Help: "Plugin files loaded from the plugin directory, by result (ok or failed).",
+		}, []string{"result"}),
+		pluginsLoaded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "wasmassign_plugins_loaded",
+			Help: "Plugin modules in service, built-ins included.",
+		}),
+		groups: newGroupLabels(groupCap),
+	}
+	reg.MustRegister(m.rebalances, m.rebalanceDuration, m.movedPartitions, m.withheldPartitions,
+		m.groupMembers, m.groupGeneration, m.unassigned, m.rackLocality,
+		m.pluginCalls, m.pluginFailures, m.fallbacks, m.proxyRequests, m.proxyLatency,
+		m.upstreamErrors, m.splitBrain, m.storms, m.pluginReloads, m.pluginsLoaded)
+	return m
+}
+
+// Rebalance describes one completed rebalance.
+type Rebalance struct {
+	Group      string
+	Generation int32
+	Assignor   string
+	// Cooperative is true for a cooperative (KIP-429) rebalance.
+	Cooperative bool
+	Duration    time.Duration
+	Members     int
+	Moved       int
+	Withheld    int
+	// Unassigned counts subscribed partitions no member holds.
+	Unassigned int
+	// RackLocal and RackKnown count assigned partitions with a replica in
+	// the member's rack, and those whose racks are known at all.
+	RackLocal, RackKnown int
+}
+
+// RebalanceDone records a completed rebalance.
+func (m *Metrics) RebalanceDone(r Rebalance) {
+	proto := "eager"
+	if r.Cooperative {
+		proto = "cooperative"
+	}
+	m.rebalances.WithLabelValues(r.Assignor, proto).Inc()
+	m.rebalanceDuration.WithLabelValues(r.Assignor, proto).Observe(r.Duration.Seconds())
+	m.movedPartitions.WithLabelValues(proto).Observe(float64(r.Moved))
+	m.withheldPartitions.WithLabelValues(proto).Observe(float64(r.Withheld))
+	m.groups.update(r.Group, groupState{members: r.Members, generation: r.Generation, unassigned: r.Unassigned, rackLocal: r.RackLocal, rackKnown: r.RackKnown}, m.setGroup)
+}
+
+// GroupMembers records a membership change outside a rebalance (a member
+// leaving an Empty group, a group being deleted with members 0).
+func (m *Metrics) GroupMembers(group string, members int) {
+	m.groups.update(group, groupState{members: members, generation: -1}, m.setGroup)
+}
+
+// GroupRemoved drops a group's series, when the group is deleted or expires.
+func (m *Metrics) GroupRemoved(group string) {
+	m.groups.remove(group, m.setGroup, func(label string) {
+		m.groupMembers.DeleteLabelValues(label)
+		m.groupGeneration.DeleteLabelValues(label)
+		m.unassigned.DeleteLabelValues(label)
+		m.rackLocality.DeleteLabelValues(label)
+	})
+}
+
+// setGroup writes one label's gauges; generation < 0 leaves the generation
+// gauge as it is.
+func (m *Metrics) setGroup(label string, s groupState) {
+	m.groupMembers.WithLabelValues(label).Set(float64(s.members))
+	if s.generation >= 0 && label != OtherGroups {
+		m.groupGeneration.WithLabelValues(label).Set(float64(s.generation))
+	}
+	m.unassigned.WithLabelValues(label).Set(float64(s.unassigned))
+	if s.rackKnown > 0 {
+		m.rackLocality.WithLabelValues(label).Set(float64(s.rackLocal) / float64(s.rackKnown))
+	}
+}
+
+// PluginCall records one plugin call; reason is "" for success, otherwise
+// the runtime's failure reason label.
+func (m *Metrics) PluginCall(assignor string, d time.Duration, reason string) {
+	m.pluginCalls.WithLabelValues(assignor).Observe(d.Seconds())
+	if reason != "" {
+		m.pluginFailures.WithLabelValues(assignor, reason).Inc()
+	}
+}
+
+// Fallback records that a rebalance fell back from one assignor to another.
+func (m *Metrics) Fallback(from, to string) { m.fallbacks.WithLabelValues(from, to).Inc() }
+
+// ProxiedRequest records one client request by API key name, whether it was
+// answered locally, and its latency.
+func (m *Metrics) ProxiedRequest(api string, local bool, d time.Duration) {
+	answered := "upstream"
+	if local {
+		answered = "local"
+	}
+	m.proxyRequests.WithLabelValues(api, answered).Inc()
+	m.proxyLatency.WithLabelValues(api).Observe(d.Seconds())
+}
+
+// UpstreamError records a failure talking to the upstream.
+func (m *Metrics) UpstreamError(kind string) { m.upstreamErrors.WithLabelValues(kind).Inc() }
+
+// SplitBrain records that a managed group also has members upstream.
+func (m *Metrics) SplitBrain(group string) {
+	m.splitBrain.WithLabelValues(m.groups.label(group)).Inc()
+}
+
+// RebalanceStorm records a storm in group with its likely cause.
+func (m *Metrics) RebalanceStorm(group, cause string) {
+	m.storms.WithLabelValues(m.groups.label(group), cause).Inc()
+}
+
+// PluginReload records one load of a plugin file and the number of modules
+// now in service.
+func (m *Metrics) PluginReload(ok bool, loaded int) {
+	result := "failed"
+	if ok {
+		result = "ok"
+	}
+	m.pluginReloads.WithLabelValues(result).Inc()
+	m.pluginsLoaded.Set(float64(loaded))
+}
+
+// groupState is what the per-group gauges show for one group.
+type groupState struct {
+	members              int
+	generation           int32
+	unassigned           int
+	rackLocal, rackKnown int
+}
+
+// groupLabels hands out group label values up to a cap and keeps the
+// states of the groups aggregated under OtherGroups, so their sum can be
+// shown.
+type groupLabels struct {
+	mu     sync.Mutex
+	cap    int
+	own    map[string]bool
+	others map[string]groupState
+}
+
+func newGroupLabels(cap int) *groupLabels {
+	return &groupLabels{cap: cap, own: make(map[string]bool), others: make(map[string]groupState)}
+}
+
+// label returns group's label value, giving it its own while there is room.
+func (g *groupLabels) label(group string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.labelLocked(group)
+}
+
+func (g *groupLabels) labelLocked(group string) string {
+	if g.own[group] {
+		return group
+	}
+	if _, other := g.others[group]; !other && len(g.own) < g.cap {
+		g.own[group] = true
+		return group
+	}
+	return OtherGroups
+}
+
+// update stores s for group and calls set with the label and the state to
+// show: the group's own, or the sum over the aggregated groups.
+func (g *groupLabels) update(group string, s groupState, set func(string, groupState)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if l := g.labelLocked(group); l != OtherGroups {
+		set(l, s)
+		return
+	}
+	g.others[group] = s
+	set(OtherGroups, g.sumLocked())
+}
+
+func (g *groupLabels) remove(group string, set func(string, groupState), drop func(string)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.own[group] {
+		delete(g.own, group)
+		drop(group)
+		return
+	}
+	if _, ok := g.others[group]; ok {
+		delete(g.others, group)
+		set(OtherGroups, g.sumLocked())
+	}
+}
+
+func (g *groupLabels) sumLocked() groupState {
+	sum := groupState{generation: -1}
+	for _, s := range g.others {
+		sum.members += s.members
+		sum.unassigned += s.unassigned
+		sum.rackLocal += s.rackLocal
+		sum.rackKnown += s.rackKnown
+	}
+	return sum
+}
