@@ -56,10 +56,7 @@ func checkAgainstKmsg(t *testing.T, names *Names, got Subscription, b []byte) {
 	if got.Version != want.Version {
 		t.Errorf("version %d, want %d", got.Version, want.Version)
 	}
-	var wantTopics []string
-	for _, tp := range want.Topics {
-		wantTopics = append(wantTopics, tp)
-	}
+	wantTopics := slices.Clone(want.Topics)
 	slices.Sort(wantTopics)
 	wantTopics = slices.Compact(wantTopics)
 	var gotTopics []string
