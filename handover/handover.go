@@ -36,8 +36,11 @@
 // OwnedGeneration set to the generation it handed the partitions over in,
 // which is the newest one. Likewise a claim sent without a generation (-1, a
 // subscription v1) loses to any claim that has one, so the caller should fill
-// in the generation it knows, for example from the member's last SyncGroup or
-// from its user data, before calling Withhold.
+// in the generation it knows before calling Withhold. Which generation is
+// safe is the caller's call: the coordinator treats such a claim as current
+// only when the member has synced under the same member id, because taking
+// the generation of its last SyncGroup alone let a stale claim win in its
+// randomized tests.
 //
 // This package is a pure function of its inputs. It must never import the
 // runtime, the coordinator, wazero or anything with I/O, clocks or state: it

@@ -1,0 +1,487 @@
+package coordinator
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wasmassign/wasmassign/handover"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
+)
+
+// maxFollowUps bounds consecutive coordinator-started KIP-429 rounds that
+// still withhold something.
+const maxFollowUps = 8
+
+// jobState is what the coordinator remembers of an outstanding Job.
+type jobState struct {
+	group      string
+	generation int32
+	attempt    int
+	chain      []string
+	req        *abi.Request
+}
+
+// ErrInvalidAssignment reports a plugin answer that the coordinator refuses
+// to hand out; the next assignor then runs.
+var ErrInvalidAssignment = errors.New("invalid assignment")
+
+// decodeSubscription reads a ConsumerProtocolSubscription.
+func decodeSubscription(b []byte) (*kmsg.ConsumerMemberMetadata, error) {
+	if len(b) < 2 {
+		return nil, errors.New("subscription metadata: too short")
+	}
+	s := new(kmsg.ConsumerMemberMetadata)
+	s.Default()
+	if err := s.ReadFrom(b); err != nil {
+		return nil, fmt.Errorf("subscription metadata: %w", err)
+	}
+	if s.Version < 0 {
+		return nil, fmt.Errorf("subscription metadata: version %d", s.Version)
+	}
+	for _, o := range s.OwnedPartitions {
+		for _, p := range o.Partitions {
+			if p < 0 {
+				return nil, fmt.Errorf("subscription metadata: owned partition %s-%d", o.Topic, p)
+			}
+		}
+	}
+	return s, nil
+}
+
+// subscribedTopics returns the sorted, distinct topics of m's subscription
+// for protocol, or nil when the coordinator did not decode one.
+func subscribedTopics(m *member, protocol string) []string {
+	s := m.subs[protocol]
+	if s == nil {
+		return nil
+	}
+	ts := slices.Clone(s.Topics)
+	sort.Strings(ts)
+	return slices.Compact(ts)
+}
+
+func equalStrings(a, b []string) bool { return slices.Equal(a, b) }
+
+// assignorChain lists the assignors to try, in order: the group's configured
+// assignor or the one serving the protocol, its fallback, then the last
+// resort.
+func (c *Coordinator) assignorChain(g *group) []string {
+	var chain []string
+	add := func(name string) {
+		if name != "" && !slices.Contains(chain, name) {
+			chain = append(chain, name)
+		}
+	}
+	if g.cfg.Assignor != "" {
+		add(g.cfg.Assignor)
+	} else if c.cfg.Assignors != nil {
+		name, _ := c.cfg.Assignors.ForProtocol(g.protocol)
+		add(name)
+	}
+	add(g.cfg.Fallback)
+	add(LastResortAssignor)
+	return chain
+}
+
+// startAssignment issues the first Job of a new generation.
+func (c *Coordinator) startAssignment(g *group) {
+	g.fingerprint = c.fingerprint(g)
+	js := &jobState{group: g.id, generation: g.generation, chain: c.assignorChain(g), req: c.buildRequest(g)}
+	c.issueJob(g, js)
+}
+
+func (c *Coordinator) issueJob(g *group, js *jobState) {
+	if js.attempt >= len(js.chain) {
+		// Every assignor failed: the coordinator's own range assignment keeps
+		// the group valid.
+		c.finishAssignment(g, js, lastResortRange(js.req))
+		return
+	}
+	c.nextJob++
+	id := c.nextJob
+	c.jobs[id] = js
+	g.job = id
+	req := *js.req
+	req.Assignor = js.chain[js.attempt]
+	c.out.Jobs = append(c.out.Jobs, Job{ID: id, Group: g.id, Generation: g.generation, Assignor: req.Assignor, Attempt: js.attempt, Request: &req})
+	c.event(Event{Kind: EventAssignmentStarted, Group: g.id, Generation: g.generation, Detail: req.Assignor, N: js.attempt})
+}
+
+// AssignmentDone reports the result of a Job: the plugin's response, or the
+// error that kept it from answering. A failure, an error response or an
+// answer the coordinator finds invalid runs the next assignor of the chain.
+func (c *Coordinator) AssignmentDone(now time.Time, jobID uint64, resp *abi.Response, err error) Output {
+	c.begin(now)
+	js := c.jobs[jobID]
+	delete(c.jobs, jobID)
+	if js == nil {
+		return c.finish()
+	}
+	g := c.groups[js.group]
+	if g != nil {
+		c.touch(g)
+	}
+	if g == nil || g.job != jobID || g.state != CompletingRebalance || g.generation != js.generation {
+		c.event(Event{Kind: EventStaleAssignment, Group: js.group, Generation: js.generation})
+		return c.finish()
+	}
+	if err == nil {
+		switch {
+		case resp == nil:
+			err = fmt.Errorf("%w: no response", ErrInvalidAssignment)
+		case resp.Error != "":
+			err = fmt.Errorf("assignor reported: %s", resp.Error)
+		default:
+			err = validateResponse(js.req, resp)
+		}
+	}
+	if err != nil {
+		c.event(Event{Kind: EventAssignmentFailed, Group: g.id, Generation: g.generation, Detail: fmt.Sprintf("assignor %q: %v", js.chain[js.attempt], err), N: js.attempt})
+		next := *js
+		next.attempt++
+		c.issueJob(g, &next)
+		return c.finish()
+	}
+	c.finishAssignment(g, js, resp)
+	return c.finish()
+}
+
+// finishAssignment withholds what must wait for KIP-429's second round, hands
+// the rest out and makes the group Stable.
+func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Response) {
+	final, withheld := target, 0
+	if !c.cfg.disableWithholding {
+		final, withheld = handover.Withhold(js.req, target)
+	}
+	byMember := make(map[int32]*abi.MemberAssignment, len(final.Members))
+	for i := range final.Members {
+		byMember[final.Members[i].Member] = &final.Members[i]
+	}
+	for i := range js.req.Members {
+		am := &js.req.Members[i]
+		m := g.members[am.MemberID]
+		if m == nil {
+			continue
+		}
+		assigned := make(map[string][]int32)
+		var userData []byte
+		if ma := byMember[int32(i)]; ma != nil {
+			userData = ma.UserData
+			for _, tp := range ma.Partitions {
+				if len(tp.Partitions) == 0 {
+					continue
+				}
+				name := js.req.Topics[tp.Topic].Name
+				assigned[name] = append(assigned[name], tp.Partitions...)
+			}
+		}
+		for t := range assigned {
+			slices.Sort(assigned[t])
+			assigned[t] = slices.Compact(assigned[t])
+		}
+		m.assigned = assigned
+		m.assignment = encodeAssignment(assigned, userData, m.subs[g.protocol])
+	}
+	g.job = 0
+	if withheld > 0 {
+		g.followUpStreak++
+	} else {
+		g.followUpStreak = 0
+	}
+	// A client that never lets go of what it reports would otherwise make
+	// every follow-up withhold again, a rebalance storm; after a few rounds
+	// the coordinator leaves the next one to the clients.
+	g.followUp = withheld > 0 && g.followUpStreak <= maxFollowUps
+	c.event(Event{Kind: EventAssignmentCompleted, Group: g.id, Generation: g.generation, Detail: js.chain[min(js.attempt, len(js.chain)-1)], N: withheld})
+	c.becomeStable(g)
+}
+
+// encodeAssignment writes a ConsumerProtocolAssignment. Even an empty one is
+// written in full: clients fail to decode a zero-length assignment.
+func encodeAssignment(assigned map[string][]int32, userData []byte, sub *kmsg.ConsumerMemberMetadata) []byte {
+	a := kmsg.NewConsumerMemberAssignment()
+	if sub != nil {
+		// Kafka answers in the version the member subscribed with.
+		a.Version = min(max(sub.Version, 0), 3)
+	}
+	for _, t := range sortedKeys(assigned) {
+		at := kmsg.NewConsumerMemberAssignmentTopic()
+		at.Topic = t
+		at.Partitions = assigned[t]
+		a.Topics = append(a.Topics, at)
+	}
+	a.UserData = userData
+	return a.AppendTo(nil)
+}
+
+// buildRequest describes the group to the plugin. Owned partitions say who
+// still holds what: the member's own report when it rejoined, or, for a
+// static member that did not rejoin, what the coordinator last gave it, at
+// the newest generation.
+func (c *Coordinator) buildRequest(g *group) *abi.Request {
+	members := g.kafkaOrder()
+	prev := g.generation - 1
+	req := &abi.Request{
+		GroupID:    g.id,
+		Generation: g.generation,
+		Protocol:   g.protocol,
+		Config:     g.cfg.PluginConfig,
+	}
+	type claims struct {
+		owned map[string][]int32
+		gen   int32
+	}
+	own := make([]claims, len(members))
+	names := make(map[string]bool)
+	for i, m := range members {
+		sub := m.subs[g.protocol]
+		if sub != nil {
+			for _, t := range sub.Topics {
+				names[t] = true
+			}
+		}
+		for t := range m.assigned {
+			names[t] = true
+		}
+		cl := claims{gen: -1}
+		if m.rejoined {
+			if sub != nil && len(sub.OwnedPartitions) > 0 {
+				cl.owned = make(map[string][]int32)
+				for _, o := range sub.OwnedPartitions {
+					cl.owned[o.Topic] = append(cl.owned[o.Topic], o.Partitions...)
+				}
+				cl.gen = sub.Generation
+				if sub.Version < 2 || cl.gen < 0 {
+					// No generation (subscription v1, as librdkafka sends). A
+					// member that has synced under this id and rejoined holds
+					// what it reports now; a member new under this id lost
+					// whatever it had when its old membership ended.
+					cl.gen = -1
+					if m.heldGen >= 0 {
+						cl.gen = prev
+					}
+				}
+				if cl.gen > prev {
+					// A generation this group never had: not a claim to trust.
+					cl = claims{gen: -1}
+				}
+			}
+		} else if len(m.held) > 0 {
+			cl = claims{owned: m.held, gen: prev}
+		}
+		for t := range cl.owned {
+			names[t] = true
+		}
+		own[i] = cl
+	}
+	if c.meta != nil {
+		for _, b := range c.meta.Brokers {
+			req.Brokers = append(req.Brokers, abi.Broker{ID: b.ID, Rack: b.Rack})
+		}
+	}
+	pl := c.placementView()
+	index := make(map[string]int32)
+	for _, name := range sortedKeys(names) {
+		t := abi.Topic{Name: name}
+		if md, ok := c.topic(name); ok {
+			t.Exists, t.ID, t.PartitionCount = true, md.ID, int32(len(md.Partitions))
+			t.Partitions = pl.partitions(name, md)
+		}
+		index[name] = int32(len(req.Topics))
+		req.Topics = append(req.Topics, t)
+	}
+	req.ReplicaSets = pl.sets
+	toTPs := func(byTopic map[string][]int32) []abi.TopicPartitions {
+		var out []abi.TopicPartitions
+		for _, name := range sortedKeys(byTopic) {
+			ps := byTopic[name]
+			if !strictlyAscending(ps) {
+				ps = slices.Clone(ps)
+				slices.Sort(ps)
+				ps = slices.Compact(ps)
+			}
+			if len(ps) > 0 {
+				out = append(out, abi.TopicPartitions{Topic: index[name], Partitions: ps})
+			}
+		}
+		return out
+	}
+	allCoop := len(members) > 0
+	for i, m := range members {
+		am := abi.Member{
+			MemberID:        m.id,
+			InstanceID:      m.instanceID,
+			ClientID:        m.clientID,
+			ClientHost:      m.host,
+			Rack:            m.rack,
+			Cooperative:     len(m.protocols) > 0,
+			OwnedGeneration: own[i].gen,
+			Owned:           toTPs(own[i].owned),
+			Previous:        toTPs(m.assigned),
+		}
+		for _, p := range m.protocols {
+			if !g.cfg.isCooperative(p.Name) {
+				am.Cooperative = false
+			}
+		}
+		allCoop = allCoop && am.Cooperative
+		for _, t := range subscribedTopics(m, g.protocol) {
+			am.Topics = append(am.Topics, index[t])
+		}
+		if sub := m.subs[g.protocol]; sub != nil {
+			am.UserData = sub.UserData
+		}
+		req.Members = append(req.Members, am)
+	}
+	if allCoop {
+		req.RebalanceProtocol = abi.Cooperative
+	}
+	return req
+}
+
+func strictlyAscending(ps []int32) bool {
+	for i := 1; i < len(ps); i++ {
+		if ps[i] <= ps[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// placement is the ABI form of the current metadata's replica placement. It
+// is built lazily, topic by topic, once per SetMetadata, and shared
+// read-only by every request: a million partitions cost their conversion
+// once, not at every rebalance.
+type placement struct {
+	sets  [][]int32
+	index map[string]uint32
+	parts map[string][]abi.Partition
+}
+
+func (c *Coordinator) placementView() *placement {
+	if c.place == nil {
+		c.place = &placement{index: make(map[string]uint32), parts: make(map[string][]abi.Partition)}
+	}
+	return c.place
+}
+
+func (pl *placement) partitions(name string, md TopicMetadata) []abi.Partition {
+	if len(md.Partitions) == 0 {
+		return nil
+	}
+	if ps, ok := pl.parts[name]; ok {
+		return ps
+	}
+	ps := make([]abi.Partition, len(md.Partitions))
+	for p, pm := range md.Partitions {
+		ps[p] = abi.Partition{Leader: pm.Leader, Replicas: pl.set(pm.Replicas), ISR: pl.set(pm.ISR)}
+	}
+	pl.parts[name] = ps
+	return ps
+}
+
+// set returns the index of a replica list, adding it when new.
+func (pl *placement) set(ids []int32) uint32 {
+	var buf [64]byte
+	key := buf[:0]
+	for _, id := range ids {
+		key = binary.LittleEndian.AppendUint32(key, uint32(id))
+	}
+	if i, ok := pl.index[string(key)]; ok {
+		return i
+	}
+	i := uint32(len(pl.sets))
+	pl.sets = append(pl.sets, slices.Clone(ids))
+	pl.index[string(key)] = i
+	return i
+}
+
+// validateResponse checks a plugin's answer against its request before any
+// member sees it: known members, existing subscribed topics, partitions in
+// range, none assigned twice.
+func validateResponse(req *abi.Request, resp *abi.Response) error {
+	seen := make([]bool, len(req.Members))
+	taken := make([][]bool, len(req.Topics))
+	for _, ma := range resp.Members {
+		if ma.Member < 0 || int(ma.Member) >= len(req.Members) {
+			return fmt.Errorf("%w: member index %d", ErrInvalidAssignment, ma.Member)
+		}
+		if seen[ma.Member] {
+			return fmt.Errorf("%w: member %q answered twice", ErrInvalidAssignment, req.Members[ma.Member].MemberID)
+		}
+		seen[ma.Member] = true
+		m := &req.Members[ma.Member]
+		for _, tp := range ma.Partitions {
+			if tp.Topic < 0 || int(tp.Topic) >= len(req.Topics) || !req.Topics[tp.Topic].Exists {
+				return fmt.Errorf("%w: topic index %d", ErrInvalidAssignment, tp.Topic)
+			}
+			t := &req.Topics[tp.Topic]
+			if _, ok := slices.BinarySearch(m.Topics, tp.Topic); !ok {
+				return fmt.Errorf("%w: member %q did not subscribe to %q", ErrInvalidAssignment, m.MemberID, t.Name)
+			}
+			if taken[tp.Topic] == nil {
+				taken[tp.Topic] = make([]bool, t.PartitionCount)
+			}
+			for _, p := range tp.Partitions {
+				if p < 0 || p >= t.PartitionCount {
+					return fmt.Errorf("%w: partition %s-%d does not exist", ErrInvalidAssignment, t.Name, p)
+				}
+				if taken[tp.Topic][p] {
+					return fmt.Errorf("%w: partition %s-%d assigned twice", ErrInvalidAssignment, t.Name, p)
+				}
+				taken[tp.Topic][p] = true
+			}
+		}
+	}
+	return nil
+}
+
+// lastResortRange is Kafka's range assignment without racks, computed by the
+// coordinator itself when every plugin has failed.
+func lastResortRange(req *abi.Request) *abi.Response {
+	resp := &abi.Response{}
+	parts := make([][]abi.TopicPartitions, len(req.Members))
+	for t := range req.Topics {
+		topic := &req.Topics[t]
+		if !topic.Exists || topic.PartitionCount <= 0 {
+			continue
+		}
+		var subs []int
+		for i := range req.Members {
+			if _, ok := slices.BinarySearch(req.Members[i].Topics, int32(t)); ok {
+				subs = append(subs, i)
+			}
+		}
+		if len(subs) == 0 {
+			continue
+		}
+		n := int(topic.PartitionCount)
+		quota, extra := n/len(subs), n%len(subs)
+		next := 0
+		for k, i := range subs {
+			take := quota
+			if k < extra {
+				take++
+			}
+			if take == 0 {
+				continue
+			}
+			ps := make([]int32, take)
+			for j := range ps {
+				ps[j] = int32(next + j)
+			}
+			next += take
+			parts[i] = append(parts[i], abi.TopicPartitions{Topic: int32(t), Partitions: ps})
+		}
+	}
+	for i, p := range parts {
+		resp.Members = append(resp.Members, abi.MemberAssignment{Member: int32(i), Partitions: p})
+	}
+	return resp
+}

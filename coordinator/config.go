@@ -1,0 +1,234 @@
+package coordinator
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Kafka's defaults for the classic group coordinator.
+const (
+	// DefaultInitialRebalanceDelay is group.initial.rebalance.delay.ms.
+	DefaultInitialRebalanceDelay = 3 * time.Second
+	// DefaultMinSessionTimeout is group.min.session.timeout.ms.
+	DefaultMinSessionTimeout = 6 * time.Second
+	// DefaultMaxSessionTimeout is group.max.session.timeout.ms.
+	DefaultMaxSessionTimeout = 30 * time.Minute
+	// DefaultNewMemberJoinTimeout bounds how long a new member may wait in its
+	// first JoinGroup (Kafka's group.new.member.join.timeout, 5 minutes).
+	DefaultNewMemberJoinTimeout = 5 * time.Minute
+	// DefaultMaxProtocolMetadataBytes caps one protocol's metadata in a
+	// JoinGroup. Kafka has only its request size cap (100 MiB); a
+	// subscription to 10,000 topics is well under 1 MiB.
+	DefaultMaxProtocolMetadataBytes = 4 << 20
+	// LastResortAssignor is the assignor the coordinator falls back to after
+	// the group's own assignor and its fallback have failed.
+	LastResortAssignor = "range"
+	// ServerLeaderID is the leader id of every JoinGroup answer in a group
+	// with server-side assignment. It is no member's id (those end in a
+	// UUID), and it contains no '-': kgo on JoinGroup v8 and below treats a
+	// leader id of the form "<its instance id>-..." as itself.
+	ServerLeaderID = "wasmassign.coordinator"
+)
+
+// Assignors tells the coordinator which protocol names a plugin serves. The
+// driver implements it over the runtime's registry; the coordinator never
+// imports the runtime.
+type Assignors interface {
+	// ForProtocol returns the name of the assignor that serves a client
+	// protocol name, and false when no plugin serves it.
+	ForProtocol(protocol string) (assignor string, ok bool)
+}
+
+// RackSource supplies racks the coordinator cannot learn from JoinGroup: the
+// rack a client sent in its Fetch requests (KIP-392 RackID). The gateway
+// implements it; it must answer from memory, without blocking.
+type RackSource interface {
+	// FetchRack returns the rack last seen in a Fetch request from this client
+	// id and host, and false when none is known.
+	FetchRack(clientID, clientHost string) (rack string, ok bool)
+}
+
+// RackRule maps clients to a rack by host address or by client id. Exactly
+// one of CIDR and ClientID is set.
+type RackRule struct {
+	// CIDR matches the client's host address, for example "10.1.0.0/16".
+	CIDR string
+	// ClientID is a regular expression matched against the client id.
+	ClientID string
+	// Rack is the rack the rule assigns.
+	Rack string
+
+	prefix netip.Prefix
+	re     *regexp.Regexp
+}
+
+// GroupConfig is an operator's configuration of one group (or of every group,
+// as a default). It is read once; the coordinator never changes it.
+type GroupConfig struct {
+	// Priority lists protocol names in the operator's order of preference.
+	// The first one that every member offers is chosen; when it names none of
+	// them, Kafka's vote decides.
+	Priority []string
+	// Assignor, when set, is the assignor that runs for server-side groups,
+	// instead of the one that serves the chosen protocol name.
+	Assignor string
+	// Fallback is the assignor to run when the group's assignor fails. The
+	// coordinator then falls back to LastResortAssignor, and after that to its
+	// own range assignment, so members always receive a valid assignment.
+	Fallback string
+	// PluginConfig is passed to the plugin as abi.Request.Config.
+	PluginConfig map[string]string
+	// InitialRebalanceDelay delays the first rebalance of an empty group so
+	// that members starting together join one generation. Defaults to
+	// DefaultInitialRebalanceDelay; a negative value means no delay.
+	InitialRebalanceDelay time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeouts
+	// members may ask for. Default to 6s and 30min.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// MaxSize is the group's member limit (group.max.size); 0 means no limit.
+	MaxSize int
+	// RackRules infer a member's rack when neither its subscription nor its
+	// Fetch requests carry one; the first matching rule wins.
+	RackRules []RackRule
+	// CooperativeProtocols are the protocol names clients run cooperatively
+	// (KIP-429). A member is cooperative when every protocol it offers is
+	// listed. Defaults to ["cooperative-sticky"].
+	CooperativeProtocols []string
+}
+
+// Config configures a Coordinator.
+type Config struct {
+	// Default is the configuration of every group not named in Groups.
+	Default GroupConfig
+	// Groups holds per-group configurations by group id.
+	Groups map[string]GroupConfig
+	// Assignors says which protocol names plugins serve. Nil means none:
+	// every group then runs classic leader-side assignment.
+	Assignors Assignors
+	// Racks supplies KIP-392 fetch racks. Nil means none.
+	Racks RackSource
+	// NewMemberJoinTimeout defaults to DefaultNewMemberJoinTimeout.
+	NewMemberJoinTimeout time.Duration
+	// MaxProtocolMetadataBytes defaults to DefaultMaxProtocolMetadataBytes.
+	MaxProtocolMetadataBytes int
+
+	defaultGroup *GroupConfig
+	groups       map[string]*GroupConfig
+
+	// disableWithholding switches KIP-429 withholding off. Only tests set
+	// it, to prove that the randomized test notices double ownership.
+	disableWithholding bool
+}
+
+// groupConfigFor returns the validated configuration of a group.
+func (c *Config) groupConfigFor(group string) *GroupConfig {
+	if gc, ok := c.groups[group]; ok {
+		return gc
+	}
+	return c.defaultGroup
+}
+
+// prepare validates c and fills in defaults, naming the offending key.
+func (c *Config) prepare() error {
+	if c.NewMemberJoinTimeout <= 0 {
+		c.NewMemberJoinTimeout = DefaultNewMemberJoinTimeout
+	}
+	if c.MaxProtocolMetadataBytes <= 0 {
+		c.MaxProtocolMetadataBytes = DefaultMaxProtocolMetadataBytes
+	}
+	d, err := prepareGroup("default", c.Default)
+	if err != nil {
+		return err
+	}
+	c.defaultGroup = d
+	c.groups = make(map[string]*GroupConfig, len(c.Groups))
+	for id, gc := range c.Groups {
+		p, err := prepareGroup("groups."+id, gc)
+		if err != nil {
+			return err
+		}
+		c.groups[id] = p
+	}
+	return nil
+}
+
+func prepareGroup(key string, gc GroupConfig) (*GroupConfig, error) {
+	if gc.InitialRebalanceDelay == 0 {
+		gc.InitialRebalanceDelay = DefaultInitialRebalanceDelay
+	} else if gc.InitialRebalanceDelay < 0 {
+		gc.InitialRebalanceDelay = 0
+	}
+	if gc.MinSessionTimeout <= 0 {
+		gc.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if gc.MaxSessionTimeout <= 0 {
+		gc.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	if gc.MinSessionTimeout > gc.MaxSessionTimeout {
+		return nil, fmt.Errorf("coordinator config %s: min_session_timeout %v above max_session_timeout %v", key, gc.MinSessionTimeout, gc.MaxSessionTimeout)
+	}
+	if gc.MaxSize < 0 {
+		return nil, fmt.Errorf("coordinator config %s: max_size %d is negative", key, gc.MaxSize)
+	}
+	if gc.CooperativeProtocols == nil {
+		gc.CooperativeProtocols = []string{"cooperative-sticky"}
+	}
+	rules := make([]RackRule, len(gc.RackRules))
+	for i, r := range gc.RackRules {
+		switch {
+		case r.Rack == "":
+			return nil, fmt.Errorf("coordinator config %s.rack_rules[%d]: rack is empty", key, i)
+		case (r.CIDR == "") == (r.ClientID == ""):
+			return nil, fmt.Errorf("coordinator config %s.rack_rules[%d]: set exactly one of cidr and client_id", key, i)
+		case r.CIDR != "":
+			p, err := netip.ParsePrefix(r.CIDR)
+			if err != nil {
+				return nil, fmt.Errorf("coordinator config %s.rack_rules[%d].cidr: %w", key, i, err)
+			}
+			r.prefix = p.Masked()
+		default:
+			re, err := regexp.Compile(r.ClientID)
+			if err != nil {
+				return nil, fmt.Errorf("coordinator config %s.rack_rules[%d].client_id: %w", key, i, err)
+			}
+			r.re = re
+		}
+		rules[i] = r
+	}
+	gc.RackRules = rules
+	return &gc, nil
+}
+
+// ruleRack returns the rack of the first rule matching the client.
+func (gc *GroupConfig) ruleRack(clientID, clientHost string) string {
+	var addr netip.Addr
+	addrOK := false
+	if h := strings.TrimPrefix(clientHost, "/"); h != "" {
+		if a, err := netip.ParseAddr(h); err == nil {
+			addr, addrOK = a.Unmap(), true
+		}
+	}
+	for i := range gc.RackRules {
+		r := &gc.RackRules[i]
+		if r.re != nil {
+			if r.re.MatchString(clientID) {
+				return r.Rack
+			}
+		} else if addrOK && r.prefix.Contains(addr) {
+			return r.Rack
+		}
+	}
+	return ""
+}
+
+func (gc *GroupConfig) isCooperative(protocol string) bool {
+	for _, p := range gc.CooperativeProtocols {
+		if p == protocol {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,323 @@
+package coordinator
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
+)
+
+// RequestID identifies one request of the driver. The coordinator hands it
+// back with the reply, which may come out of a later call: JoinGroup and
+// SyncGroup wait.
+type RequestID uint64
+
+// Reply is the response to one request.
+type Reply struct {
+	ID       RequestID
+	Response kmsg.Response
+}
+
+// Forward is a request the coordinator has checked and that the driver must
+// now send upstream (offset commits with generation -1 and no member, group
+// and offset deletions). The driver answers the client with
+// Complete(upstream response).
+type Forward struct {
+	ID RequestID
+	// Request is what to send upstream, already rewritten.
+	Request kmsg.Request
+	// merge adds the coordinator's own refusals to the upstream answer.
+	merge func(kmsg.Response) kmsg.Response
+}
+
+// Complete returns the response for the client: the upstream response with
+// the parts the coordinator refused itself merged in. It modifies upstream.
+func (f Forward) Complete(upstream kmsg.Response) kmsg.Response {
+	if f.merge == nil {
+		return upstream
+	}
+	return f.merge(upstream)
+}
+
+// Job asks the driver to run an assignor off the request path and to report
+// the result with AssignmentDone. A job whose group has moved on is ignored
+// when it completes, so the driver never needs to cancel one.
+type Job struct {
+	ID         uint64
+	Group      string
+	Generation int32
+	// Assignor is the assignor to run, by name.
+	Assignor string
+	// Attempt counts fallbacks: 0 for the group's own assignor.
+	Attempt int
+	// Request carries everything the plugin needs, including the previous
+	// assignment the coordinator handed out. Treat it as read-only.
+	Request *abi.Request
+}
+
+// Output is everything one call produced.
+type Output struct {
+	Replies  []Reply
+	Forwards []Forward
+	Jobs     []Job
+	Events   []Event
+	// NextDeadline is when the driver must call Tick next; zero when no timer
+	// is armed.
+	NextDeadline time.Time
+}
+
+// Coordinator is the classic group coordinator of every group the driver
+// routes to it. It is not safe for concurrent use: a driver serialises calls.
+type Coordinator struct {
+	cfg    Config
+	groups map[string]*group
+	meta   *Metadata
+	// place caches the ABI form of meta's placement; nil after a change.
+	place *placement
+
+	idSeed  uint64
+	idCount uint64
+	nextJob uint64
+	jobs    map[uint64]*jobState
+
+	// timers holds each group's next deadline; entries that no longer match
+	// their group's deadline are skipped when they surface.
+	timers timerHeap
+	// touched lists the groups the current call may have changed, whose
+	// deadlines finish recomputes.
+	touched map[*group]bool
+
+	now    time.Time
+	client Client
+	out    Output
+}
+
+// New returns a coordinator with no groups. idSeed makes the member ids it
+// generates unique across restarts; the driver passes a random value once.
+func New(cfg Config, idSeed uint64) (*Coordinator, error) {
+	if err := cfg.prepare(); err != nil {
+		return nil, err
+	}
+	return &Coordinator{
+		cfg:     cfg,
+		groups:  make(map[string]*group),
+		idSeed:  idSeed,
+		jobs:    make(map[uint64]*jobState),
+		touched: make(map[*group]bool),
+	}, nil
+}
+
+// MaxVersion returns the highest version of an API key that Handle accepts,
+// and false for keys it does not handle. A gateway advertises these in
+// ApiVersions; requests above them get UNSUPPORTED_VERSION.
+func MaxVersion(key int16) (int16, bool) {
+	switch key {
+	case 11: // JoinGroup
+		return 9, true
+	case 14: // SyncGroup
+		return 5, true
+	case 12: // Heartbeat
+		return 4, true
+	case 13: // LeaveGroup
+		return 5, true
+	case 15: // DescribeGroups
+		return 5, true
+	case 16: // ListGroups
+		return 5, true
+	case 8: // OffsetCommit
+		return 10, true
+	case 28: // TxnOffsetCommit
+		return 4, true
+	case 42: // DeleteGroups
+		return 2, true
+	case 47: // OffsetDelete
+		return 0, true
+	}
+	return 0, false
+}
+
+// Client is what the request header and the connection say about a client.
+type Client struct {
+	// ID is the request header's client id.
+	ID string
+	// Host is the client's address, in Kafka's form "/10.0.0.1".
+	Host string
+}
+
+// Handle processes one request at time now. Requests of other kinds are
+// answered with nothing; the driver must not route them here.
+func (c *Coordinator) Handle(now time.Time, id RequestID, client Client, req kmsg.Request) Output {
+	c.begin(now)
+	c.client = client
+	if maxV, ok := MaxVersion(req.Key()); ok && req.GetVersion() > maxV {
+		c.reply(id, errorResponse(req, kerr.UnsupportedVersion.Code))
+		return c.finish()
+	}
+	switch r := req.(type) {
+	case *kmsg.JoinGroupRequest:
+		c.joinGroup(id, r)
+	case *kmsg.SyncGroupRequest:
+		c.syncGroup(id, r)
+	case *kmsg.HeartbeatRequest:
+		c.heartbeat(id, r)
+	case *kmsg.LeaveGroupRequest:
+		c.leaveGroup(id, r)
+	case *kmsg.DescribeGroupsRequest:
+		c.describeGroups(id, r)
+	case *kmsg.ListGroupsRequest:
+		c.listGroups(id, r)
+	case *kmsg.OffsetCommitRequest:
+		c.offsetCommit(id, r)
+	case *kmsg.TxnOffsetCommitRequest:
+		c.txnOffsetCommit(id, r)
+	case *kmsg.DeleteGroupsRequest:
+		c.deleteGroups(id, r)
+	case *kmsg.OffsetDeleteRequest:
+		c.offsetDelete(id, r)
+	}
+	return c.finish()
+}
+
+// Tick fires every timer due at now: initial rebalance delays, join and
+// sync phase timeouts, KIP-394 pending members and session timeouts.
+func (c *Coordinator) Tick(now time.Time) Output {
+	c.begin(now)
+	for len(c.timers) > 0 && !c.timers[0].at.After(now) {
+		e := heap.Pop(&c.timers).(timerEntry)
+		g := c.groups[e.group]
+		if g == nil || !g.deadline.Equal(e.at) {
+			continue
+		}
+		g.deadline = time.Time{}
+		c.touch(g)
+		c.tickGroup(g)
+	}
+	return c.finish()
+}
+
+// Groups returns the ids of the groups the coordinator holds, sorted.
+func (c *Coordinator) Groups() []string { return c.sortedGroupIDs() }
+
+func (c *Coordinator) begin(now time.Time) {
+	c.now = now
+	c.client = Client{}
+	c.out = Output{}
+}
+
+func (c *Coordinator) finish() Output {
+	for g := range c.touched {
+		if c.groups[g.id] != g {
+			continue
+		}
+		if d := g.nextDeadline(); !d.Equal(g.deadline) {
+			g.deadline = d
+			if !d.IsZero() {
+				heap.Push(&c.timers, timerEntry{at: d, group: g.id})
+			}
+		}
+	}
+	clear(c.touched)
+	for len(c.timers) > 0 {
+		e := c.timers[0]
+		if g := c.groups[e.group]; g != nil && g.deadline.Equal(e.at) {
+			break
+		}
+		heap.Pop(&c.timers)
+	}
+	out := c.out
+	c.out = Output{}
+	if len(c.timers) > 0 {
+		out.NextDeadline = c.timers[0].at
+	}
+	return out
+}
+
+// touch marks a group whose timers the current call may change.
+func (c *Coordinator) touch(g *group) { c.touched[g] = true }
+
+func (c *Coordinator) reply(id RequestID, resp kmsg.Response) {
+	c.out.Replies = append(c.out.Replies, Reply{ID: id, Response: resp})
+}
+
+func (c *Coordinator) sortedGroupIDs() []string {
+	ids := make([]string, 0, len(c.groups))
+	for id := range c.groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// nextDeadline returns the group's earliest armed timer, zero when none. It
+// is linear in the group's members.
+func (g *group) nextDeadline() time.Time {
+	var next time.Time
+	consider := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	consider(g.joinDeadline)
+	consider(g.syncDeadline)
+	for _, t := range g.pending {
+		consider(t)
+	}
+	for _, m := range g.members {
+		consider(m.heartbeatDeadline)
+	}
+	return next
+}
+
+type timerEntry struct {
+	at    time.Time
+	group string
+}
+
+// timerHeap orders entries by deadline, then group id, so that groups due at
+// the same instant fire in a fixed order.
+type timerHeap []timerEntry
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].group < h[j].group
+}
+func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timerEntry)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// newMemberID returns prefix-UUID, the form Kafka gives member ids, with a
+// UUID derived from the seed so the core stays deterministic.
+func (c *Coordinator) newMemberID(prefix string) string {
+	c.idCount++
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], splitmix(c.idSeed^c.idCount))
+	binary.BigEndian.PutUint64(b[8:], splitmix(c.idSeed+c.idCount*0x9e3779b97f4a7c15))
+	b[6] = b[6]&0x0f | 0x40 // version 4, as Java's UUID.randomUUID
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return fmt.Sprintf("%s-%s-%s-%s-%s-%s", prefix, h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+func ms(v int32) time.Duration { return time.Duration(v) * time.Millisecond }

@@ -1,0 +1,42 @@
+package coordinator
+
+// EventKind says what happened in a group. Events exist for metrics and
+// logs; nothing in the coordinator depends on them.
+type EventKind uint8
+
+const (
+	// EventStateChanged: the group entered the state in Event.State.
+	EventStateChanged EventKind = iota + 1
+	// EventRebalanceStarted: the group entered PreparingRebalance; Detail
+	// says why.
+	EventRebalanceStarted
+	// EventMemberAdded: a member joined.
+	EventMemberAdded
+	// EventMemberRemoved: a member left; Detail says why.
+	EventMemberRemoved
+	// EventAssignmentStarted: a Job was issued.
+	EventAssignmentStarted
+	// EventAssignmentFailed: a Job failed and the next assignor runs;
+	// Detail holds the error.
+	EventAssignmentFailed
+	// EventAssignmentCompleted: the group received its assignment; N is the
+	// number of partitions withheld for KIP-429.
+	EventAssignmentCompleted
+	// EventStaleAssignment: a Job completed for a generation that is gone.
+	EventStaleAssignment
+	// EventMetadataChanged: subscribed topic metadata changed under a group.
+	EventMetadataChanged
+)
+
+// Event is one observable change.
+type Event struct {
+	Kind       EventKind
+	Group      string
+	Generation int32
+	Member     string
+	State      State
+	Detail     string
+	N          int
+}
+
+func (c *Coordinator) event(e Event) { c.out.Events = append(c.out.Events, e) }

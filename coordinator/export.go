@@ -1,0 +1,168 @@
+package coordinator
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// GroupState is the durable state of one group: what a restarted daemon
+// needs to continue where it stopped. It holds only exported plain fields,
+// so the gateway may persist it as JSON.
+type GroupState struct {
+	Group        string
+	State        string
+	Generation   int32
+	ProtocolType string
+	Protocol     string
+	Leader       string
+	ServerSide   bool
+	// FollowUp is set when the generation withheld partitions and its
+	// second KIP-429 round has not started yet.
+	FollowUp bool
+	// Fingerprint identifies the metadata the assignment was computed on.
+	Fingerprint uint64
+	Members     []MemberState
+}
+
+// MemberState is the durable state of one member.
+type MemberState struct {
+	MemberID, InstanceID, ClientID, ClientHost string
+	SessionTimeout, RebalanceTimeout           time.Duration
+	ProtocolType                               string
+	Protocols                                  []ProtocolState
+	// Assignment is what SyncGroup answers in the current generation.
+	Assignment []byte
+	// Assigned is the server-side assignment of the current generation.
+	Assigned map[string][]int32
+	// Held and HeldGeneration are what the member last received.
+	Held           map[string][]int32
+	HeldGeneration int32
+	// Synced is false while the member has yet to send its SyncGroup.
+	Synced bool
+}
+
+// ProtocolState is one protocol a member offered.
+type ProtocolState struct {
+	Name     string
+	Metadata []byte
+}
+
+// Export returns the state of every group, sorted by group id. Parked
+// requests are not state: after a restart their clients retry.
+func (c *Coordinator) Export() []GroupState {
+	var out []GroupState
+	for _, id := range c.sortedGroupIDs() {
+		g := c.groups[id]
+		gs := GroupState{
+			Group: g.id, State: g.state.String(), Generation: g.generation,
+			ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader,
+			ServerSide: g.serverSide, FollowUp: g.followUp, Fingerprint: g.fingerprint,
+		}
+		for _, m := range g.sortedMembers() {
+			ms := MemberState{
+				MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.host,
+				SessionTimeout: m.session, RebalanceTimeout: m.rebalance, ProtocolType: m.protocolType,
+				Assignment: slices.Clone(m.assignment), Assigned: cloneAssignment(m.assigned),
+				Held: cloneAssignment(m.held), HeldGeneration: m.heldGen, Synced: !g.pendingSync[m.id],
+			}
+			for _, p := range m.protocols {
+				ms.Protocols = append(ms.Protocols, ProtocolState{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+			}
+			gs.Members = append(gs.Members, ms)
+		}
+		out = append(out, gs)
+	}
+	return out
+}
+
+func cloneAssignment(a map[string][]int32) map[string][]int32 {
+	if a == nil {
+		return nil
+	}
+	out := make(map[string][]int32, len(a))
+	for t, ps := range a {
+		out[t] = slices.Clone(ps)
+	}
+	return out
+}
+
+// Restore loads groups exported by Export, at time now. Stable and Empty
+// groups continue as they were; every session restarts at now. A group that
+// was rebalancing restarts its join phase at its current generation: the
+// parked requests are gone, and members learn to rejoin from their next
+// heartbeat. Restore refuses a group id it already holds.
+func (c *Coordinator) Restore(now time.Time, states []GroupState) (Output, error) {
+	c.begin(now)
+	for _, gs := range states {
+		if gs.Group == "" {
+			return c.finish(), fmt.Errorf("restore: group with empty id")
+		}
+		if _, ok := c.groups[gs.Group]; ok {
+			return c.finish(), fmt.Errorf("restore group %q: already present", gs.Group)
+		}
+		g := newGroup(gs.Group, c.cfg.groupConfigFor(gs.Group))
+		g.generation, g.protocolType, g.protocol, g.leader = gs.Generation, gs.ProtocolType, gs.Protocol, gs.Leader
+		g.serverSide, g.followUp, g.fingerprint = gs.ServerSide, gs.FollowUp, gs.Fingerprint
+		for _, ms := range gs.Members {
+			if ms.MemberID == "" || g.members[ms.MemberID] != nil {
+				return c.finish(), fmt.Errorf("restore group %q: member id %q empty or repeated", gs.Group, ms.MemberID)
+			}
+			if ms.InstanceID != "" && g.static[ms.InstanceID] != "" {
+				return c.finish(), fmt.Errorf("restore group %q: instance id %q repeated", gs.Group, ms.InstanceID)
+			}
+			if ms.SessionTimeout <= 0 {
+				return c.finish(), fmt.Errorf("restore group %q member %q: session timeout %v", gs.Group, ms.MemberID, ms.SessionTimeout)
+			}
+			m := &member{
+				id: ms.MemberID, instanceID: ms.InstanceID, clientID: ms.ClientID, host: ms.ClientHost,
+				session: ms.SessionTimeout, rebalance: ms.RebalanceTimeout, protocolType: ms.ProtocolType,
+				assignment: slices.Clone(ms.Assignment), assigned: cloneAssignment(ms.Assigned),
+				held: cloneAssignment(ms.Held), heldGen: ms.HeldGeneration,
+				subs: make(map[string]*kmsg.ConsumerMemberMetadata),
+			}
+			for _, p := range ms.Protocols {
+				m.protocols = append(m.protocols, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+				if c.served(ms.ProtocolType, p.Name) {
+					if s, err := decodeSubscription(p.Metadata); err == nil {
+						m.subs[p.Name] = s
+					}
+				}
+			}
+			m.rack = c.resolveRack(g, m)
+			m.heartbeatDeadline = now.Add(m.session)
+			g.members[m.id] = m
+			if m.instanceID != "" {
+				g.static[m.instanceID] = m.id
+			}
+			if !ms.Synced {
+				g.pendingSync[m.id] = true
+			}
+		}
+		if g.members[g.leader] == nil && len(g.members) > 0 {
+			g.leader = slices.Sorted(maps.Keys(g.members))[0]
+		}
+		c.groups[g.id] = g
+		c.touch(g)
+		switch {
+		case len(g.members) == 0:
+			g.state = Empty
+			g.protocol, g.serverSide = "", false
+		case gs.State == Stable.String():
+			g.state, g.prevState = Stable, CompletingRebalance
+			if len(g.pendingSync) > 0 {
+				g.syncDeadline = now.Add(g.rebalanceTimeout())
+			}
+			c.maybeFollowUp(g)
+		default:
+			// Mid-rebalance: the assignment in flight, if any, is lost.
+			g.state, g.prevState = PreparingRebalance, Stable
+			clear(g.pendingSync)
+			g.joinDeadline = now.Add(g.rebalanceTimeout())
+		}
+	}
+	return c.finish(), nil
+}

@@ -1,0 +1,111 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// restart exports h's coordinator through JSON into a new one, as a
+// restarted daemon would, and points h and the given sims at it.
+func restart(t testing.TB, h *harness) {
+	t.Helper()
+	b, err := json.Marshal(h.c.Export())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []GroupState
+	if err := json.Unmarshal(b, &states); err != nil {
+		t.Fatal(err)
+	}
+	md := h.c.meta
+	c, err := New(h.c.cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c = c
+	h.setMetadata(md)
+	out, err := c.Restore(h.now, states)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.absorb(out)
+}
+
+func TestRestore_StableGroupContinuesWithoutRebalance(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	a := newSim(h, "a", "g", []string{"cooperative-sticky"}, []string{"t"})
+	s := newSim(h, "s", "g", []string{"cooperative-sticky"}, []string{"t"})
+	s.instance = "si"
+	settle(h, a)
+	s.join()
+	settle(h, a, s)
+	before := h.c.Export()
+	heldA, heldS := maps.Clone(a.held), maps.Clone(s.held)
+	restart(t, h)
+	after := h.c.Export()
+	if len(after) != 1 || after[0].Generation != before[0].Generation || after[0].State != "Stable" || len(after[0].Members) != 2 {
+		t.Fatalf("restored %+v", after)
+	}
+	h.advance(5 * time.Second)
+	a.heartbeat()
+	s.heartbeat()
+	if a.phase != stable || s.phase != stable {
+		t.Fatalf("members asked to rejoin after a restart: %v %v", a.phase, s.phase)
+	}
+	// A static restart after the daemon restart still gets its assignment
+	// back.
+	s.crash()
+	n := newSim(h, "s2", "g", []string{"cooperative-sticky"}, []string{"t"})
+	n.instance = "si"
+	n.join()
+	n.sync()
+	if !maps.EqualFunc(n.held, heldS, slices.Equal) || !maps.EqualFunc(a.held, heldA, slices.Equal) {
+		t.Fatalf("after restore: s2 %v (was %v), a %v (was %v)", n.held, heldS, a.held, heldA)
+	}
+}
+
+func TestRestore_RebalancingGroupRestartsItsJoinPhase(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	h.autoJobs = false
+	a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+	a.join()
+	h.advance(0)
+	a.poll() // CompletingRebalance, job outstanding
+	restart(t, h)
+	h.jobs = nil
+	if st := h.c.groups["g"].state; st != PreparingRebalance {
+		t.Fatalf("state %v", st)
+	}
+	code := h.do(a.client, hbReq("g", a.memberID, a.generation)).(*kmsg.HeartbeatResponse).ErrorCode
+	if code == 0 {
+		t.Fatal("heartbeat did not ask to rejoin")
+	}
+	a.phase = idle
+	h.autoJobs = true
+	settle(h, a)
+	if count(a.held) != 4 || a.generation != 2 {
+		t.Fatalf("a %v generation %d", a.held, a.generation)
+	}
+}
+
+func TestRestore_RefusesBadState(t *testing.T) {
+	c, _ := New(Config{}, 1)
+	bad := [][]GroupState{
+		{{Group: ""}},
+		{{Group: "g", Members: []MemberState{{MemberID: "m", SessionTimeout: time.Second}, {MemberID: "m", SessionTimeout: time.Second}}}},
+		{{Group: "g", Members: []MemberState{{MemberID: "m"}}}},
+	}
+	for _, s := range bad {
+		if _, err := c.Restore(t0, s); err == nil {
+			t.Errorf("restored %+v", s)
+		}
+		delete(c.groups, "g")
+	}
+}

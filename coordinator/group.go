@@ -1,0 +1,378 @@
+package coordinator
+
+import (
+	"bytes"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// State is a classic group's state.
+type State uint8
+
+// The five states of Kafka's ClassicGroup.
+const (
+	Empty State = iota
+	PreparingRebalance
+	CompletingRebalance
+	Stable
+	Dead
+)
+
+// String returns the state's name as DescribeGroups and ListGroups spell it.
+func (s State) String() string {
+	switch s {
+	case Empty:
+		return "Empty"
+	case PreparingRebalance:
+		return "PreparingRebalance"
+	case CompletingRebalance:
+		return "CompletingRebalance"
+	case Stable:
+		return "Stable"
+	case Dead:
+		return "Dead"
+	}
+	return "Unknown"
+}
+
+// validPrevious lists, per state, the states it may be entered from
+// (ClassicGroup's state table).
+func validPrevious(s State) []State {
+	switch s {
+	case Empty:
+		return []State{PreparingRebalance}
+	case PreparingRebalance:
+		return []State{Stable, CompletingRebalance, Empty}
+	case CompletingRebalance:
+		return []State{PreparingRebalance}
+	case Stable:
+		return []State{CompletingRebalance}
+	}
+	return []State{Empty, PreparingRebalance, CompletingRebalance, Stable}
+}
+
+// waiter is a parked JoinGroup or SyncGroup.
+type waiter struct {
+	id      RequestID
+	version int16
+}
+
+// member is one member of a classic group.
+type member struct {
+	id, instanceID     string
+	clientID, host     string
+	session, rebalance time.Duration
+	protocolType       string
+	protocols          []kmsg.JoinGroupRequestProtocol
+	// subs holds the decoded subscription of each protocol a plugin serves.
+	subs map[string]*kmsg.ConsumerMemberMetadata
+	rack string
+
+	joinWait *waiter
+	syncWait *waiter
+	isNew    bool
+	// rejoined is true when the member was awaiting join as the current
+	// generation's join phase completed.
+	rejoined          bool
+	heartbeatDeadline time.Time
+
+	// assignment is what SyncGroup answers in the current generation.
+	assignment []byte
+	// assigned is the server-side assignment of the current generation by
+	// topic; it becomes abi.Member.Previous in the next one.
+	assigned map[string][]int32
+	// held is what the member last received in a SyncGroup answer, and
+	// heldGen that answer's generation: what it may still own.
+	held    map[string][]int32
+	heldGen int32
+}
+
+func (m *member) metadataFor(protocol string) []byte {
+	for _, p := range m.protocols {
+		if p.Name == protocol {
+			return p.Metadata
+		}
+	}
+	return nil
+}
+
+// matches reports whether a rejoin carries the same protocols and metadata,
+// in which case Kafka needs no rebalance.
+func (m *member) matches(ps []kmsg.JoinGroupRequestProtocol) bool {
+	if len(ps) != len(m.protocols) {
+		return false
+	}
+	for i := range ps {
+		if ps[i].Name != m.protocols[i].Name || !bytes.Equal(ps[i].Metadata, m.protocols[i].Metadata) {
+			return false
+		}
+	}
+	return true
+}
+
+// vote returns the member's first-preferred protocol among candidates.
+func (m *member) vote(candidates map[string]bool) string {
+	for _, p := range m.protocols {
+		if candidates[p.Name] {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+// group is one classic group.
+type group struct {
+	id        string
+	cfg       *GroupConfig
+	state     State
+	prevState State
+
+	generation   int32
+	protocolType string
+	protocol     string
+	leader       string
+	serverSide   bool
+
+	members map[string]*member
+	static  map[string]string    // instance id -> member id
+	pending map[string]time.Time // KIP-394 member ids -> session deadline
+
+	pendingSync    map[string]bool
+	newMemberAdded bool
+
+	joinDeadline     time.Time
+	initialJoin      bool
+	initialDelay     time.Duration
+	initialRemaining time.Duration
+	syncDeadline     time.Time
+	// deadline is the earliest of the group's timers as last pushed to the
+	// coordinator's heap.
+	deadline time.Time
+
+	// job is the outstanding assignment job, 0 when none.
+	job uint64
+	// followUp is set when this generation withheld partitions: once every
+	// member has synced, the coordinator starts the next round (KIP-429).
+	followUp bool
+	// followUpStreak counts consecutive generations that withheld.
+	followUpStreak int
+	// fingerprint is the subscribed metadata the assignment was computed on.
+	fingerprint uint64
+}
+
+func newGroup(id string, cfg *GroupConfig) *group {
+	return &group{
+		id:          id,
+		cfg:         cfg,
+		state:       Empty,
+		members:     make(map[string]*member),
+		static:      make(map[string]string),
+		pending:     make(map[string]time.Time),
+		pendingSync: make(map[string]bool),
+	}
+}
+
+func (c *Coordinator) transition(g *group, to State) {
+	if !slices.Contains(validPrevious(to), g.state) {
+		// A bug, not bad input: the state machine only asks for legal moves.
+		panic("coordinator: group " + g.id + ": illegal transition " + g.state.String() + " -> " + to.String())
+	}
+	g.prevState, g.state = g.state, to
+	c.event(Event{Kind: EventStateChanged, Group: g.id, Generation: g.generation, State: to})
+}
+
+// sortedMembers returns the members by member id, so that every loop over
+// them is deterministic.
+func (g *group) sortedMembers() []*member {
+	ms := make([]*member, 0, len(g.members))
+	for _, m := range g.members {
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].id < ms[j].id })
+	return ms
+}
+
+// kafkaOrder returns the members the way Kafka's assignors sort them: static
+// members by instance id, then dynamic members by member id.
+func (g *group) kafkaOrder() []*member {
+	ms := g.sortedMembers()
+	sort.SliceStable(ms, func(i, j int) bool {
+		a, b := ms[i], ms[j]
+		if (a.instanceID != "") != (b.instanceID != "") {
+			return a.instanceID != ""
+		}
+		if a.instanceID != "" {
+			return a.instanceID < b.instanceID
+		}
+		return false
+	})
+	return ms
+}
+
+func (g *group) rebalanceTimeout() time.Duration {
+	var d time.Duration
+	for _, m := range g.members {
+		d = max(d, m.rebalance)
+	}
+	return d
+}
+
+func (g *group) awaitingJoin() int {
+	n := 0
+	for _, m := range g.members {
+		if m.joinWait != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// allJoined reports whether every known member is awaiting join and no
+// KIP-394 pending member remains: the join phase may complete.
+func (g *group) allJoined() bool {
+	return len(g.pending) == 0 && g.awaitingJoin() == len(g.members)
+}
+
+// validateMember is ClassicGroup.validateMember: the instance id, when
+// given, must map to this member id.
+func (g *group) validateMember(memberID, instanceID string) int16 {
+	if instanceID != "" {
+		existing, ok := g.static[instanceID]
+		if !ok {
+			return kerr.UnknownMemberID.Code
+		}
+		if existing != memberID {
+			// KIP-345: a known instance id with another member id is fenced.
+			return kerr.FencedInstanceID.Code
+		}
+	}
+	if _, ok := g.members[memberID]; !ok {
+		return kerr.UnknownMemberID.Code
+	}
+	return 0
+}
+
+// candidates returns the protocols every member supports.
+func (g *group) candidates() map[string]bool {
+	count := make(map[string]int)
+	for _, m := range g.members {
+		seen := make(map[string]bool, len(m.protocols))
+		for _, p := range m.protocols {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				count[p.Name]++
+			}
+		}
+	}
+	out := make(map[string]bool)
+	for name, n := range count {
+		if n == len(g.members) {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// supportsProtocols is ClassicGroup.supportsProtocols: an empty group takes
+// any non-empty type and list; otherwise the type must match and the member
+// must offer a protocol every current member supports.
+func (g *group) supportsProtocols(protocolType string, ps []kmsg.JoinGroupRequestProtocol) bool {
+	if protocolType == "" || len(ps) == 0 {
+		return false
+	}
+	if g.state == Empty || len(g.members) == 0 {
+		return true
+	}
+	if protocolType != g.protocolType {
+		return false
+	}
+	cand := g.candidates()
+	for _, p := range ps {
+		if cand[p.Name] {
+			return true
+		}
+	}
+	return false
+}
+
+// selectProtocol chooses the group's protocol among the candidates: the
+// first one the operator's priority list names, otherwise Kafka's vote, each
+// member voting for its first-preferred candidate. Kafka breaks a tied vote
+// by hash map order; here the smallest name wins, so the choice is
+// deterministic.
+func (g *group) selectProtocol() string {
+	cand := g.candidates()
+	for _, p := range g.cfg.Priority {
+		if cand[p] {
+			return p
+		}
+	}
+	votes := make(map[string]int)
+	for _, m := range g.members {
+		if v := m.vote(cand); v != "" {
+			votes[v]++
+		}
+	}
+	best, bestN := "", 0
+	for name, n := range votes {
+		if n > bestN || (n == bestN && name < best) {
+			best, bestN = name, n
+		}
+	}
+	return best
+}
+
+// add puts m into the group; the first member sets the protocol type and,
+// for leader-side groups, becomes the leader.
+func (g *group) add(m *member) {
+	if len(g.members) == 0 {
+		g.protocolType = m.protocolType
+	}
+	g.members[m.id] = m
+	if m.instanceID != "" {
+		g.static[m.instanceID] = m.id
+	}
+	if g.leader == "" {
+		g.leader = m.id
+	}
+}
+
+// remove drops a member, electing another leader if it led.
+func (g *group) remove(id string) {
+	m, ok := g.members[id]
+	if !ok {
+		delete(g.pending, id)
+		return
+	}
+	delete(g.members, id)
+	if m.instanceID != "" && g.static[m.instanceID] == id {
+		delete(g.static, m.instanceID)
+	}
+	delete(g.pendingSync, id)
+	if g.leader == id {
+		g.leader = ""
+		if ms := g.sortedMembers(); len(ms) > 0 {
+			g.leader = ms[0].id
+		}
+	}
+}
+
+// electJoinedLeader is maybeElectNewJoinedLeader: keep a leader that
+// rejoined, else pick a member that did. It reports false when no member
+// has rejoined.
+func (g *group) electJoinedLeader() bool {
+	if l, ok := g.members[g.leader]; ok && l.joinWait != nil {
+		return true
+	}
+	for _, m := range g.sortedMembers() {
+		if m.joinWait != nil {
+			g.leader = m.id
+			return true
+		}
+	}
+	return false
+}

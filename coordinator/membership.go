@@ -1,0 +1,358 @@
+package coordinator
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func syncError(version, code int16) *kmsg.SyncGroupResponse {
+	r := kmsg.NewPtrSyncGroupResponse()
+	r.Version = version
+	r.ErrorCode = code
+	return r
+}
+
+func (c *Coordinator) syncSuccess(g *group, m *member, version int16) *kmsg.SyncGroupResponse {
+	r := kmsg.NewPtrSyncGroupResponse()
+	r.Version = version
+	pt, pn := g.protocolType, g.protocol
+	r.ProtocolType, r.Protocol = &pt, &pn
+	r.MemberAssignment = m.assignment
+	if len(r.MemberAssignment) == 0 && g.serverSide {
+		// Clients fail to decode a zero-length assignment.
+		r.MemberAssignment = encodeAssignment(nil, nil, m.subs[g.protocol])
+	} else if r.MemberAssignment == nil {
+		r.MemberAssignment = []byte{}
+	}
+	return r
+}
+
+// syncGroup is classicGroupSyncToClassicGroup.
+func (c *Coordinator) syncGroup(id RequestID, r *kmsg.SyncGroupRequest) {
+	fail := func(code int16) { c.reply(id, syncError(r.Version, code)) }
+	if r.Group == "" {
+		fail(kerr.InvalidGroupID.Code)
+		return
+	}
+	g := c.groups[r.Group]
+	if g == nil {
+		fail(kerr.UnknownMemberID.Code)
+		return
+	}
+	c.touch(g)
+	if g.state == Dead {
+		fail(kerr.CoordinatorNotAvailable.Code)
+		return
+	}
+	instance := ""
+	if r.Version >= 3 && r.InstanceID != nil {
+		instance = *r.InstanceID
+	}
+	if code := g.validateMember(r.MemberID, instance); code != 0 {
+		fail(code)
+		return
+	}
+	if r.Generation != g.generation {
+		fail(kerr.IllegalGeneration.Code)
+		return
+	}
+	if r.Version >= 5 && (inconsistent(r.ProtocolType, g.protocolType) || inconsistent(r.Protocol, g.protocol)) {
+		fail(kerr.InconsistentGroupProtocol.Code)
+		return
+	}
+	m := g.members[r.MemberID]
+	switch g.state {
+	case PreparingRebalance:
+		fail(kerr.RebalanceInProgress.Code)
+	case CompletingRebalance:
+		m.syncWait = &waiter{id: id, version: r.Version}
+		delete(g.pendingSync, m.id)
+		m.heartbeatDeadline = c.now.Add(m.session)
+		if !g.serverSide && g.leader == m.id {
+			// The leader's SyncGroup carries everyone's assignment; members it
+			// left out get an empty one, as in Kafka.
+			byID := make(map[string][]byte, len(r.GroupAssignment))
+			for _, a := range r.GroupAssignment {
+				byID[a.MemberID] = a.MemberAssignment
+			}
+			for _, o := range g.members {
+				o.assignment = byID[o.id]
+				if o.assignment == nil {
+					o.assignment = []byte{}
+				}
+			}
+			c.becomeStable(g)
+		}
+		// Server-side: the SyncGroup waits for the assignment job; it is
+		// answered the moment the group turns Stable.
+	case Stable:
+		delete(g.pendingSync, m.id)
+		m.heartbeatDeadline = c.now.Add(m.session)
+		c.answerSync(g, m, id, r.Version)
+		c.maybeFollowUp(g)
+	}
+}
+
+func inconsistent(requested *string, current string) bool {
+	return requested != nil && *requested != current
+}
+
+// answerSync sends a member its assignment and records what it now holds.
+func (c *Coordinator) answerSync(g *group, m *member, id RequestID, version int16) {
+	c.reply(id, c.syncSuccess(g, m, version))
+	m.held = m.assigned
+	m.heldGen = g.generation
+}
+
+// becomeStable turns the group Stable and answers every parked SyncGroup.
+func (c *Coordinator) becomeStable(g *group) {
+	c.transition(g, Stable)
+	for _, m := range g.sortedMembers() {
+		if m.syncWait != nil {
+			w := m.syncWait
+			m.syncWait = nil
+			c.answerSync(g, m, w.id, w.version)
+		}
+	}
+	c.maybeFollowUp(g)
+}
+
+// maybeFollowUp starts the second round of a KIP-429 rebalance once every
+// member has received the generation that withheld partitions. Waiting for
+// all SyncGroups matters: a rebalance that aborted them would leave the old
+// owners holding what they should release, and the round would withhold the
+// same partitions again.
+func (c *Coordinator) maybeFollowUp(g *group) {
+	if g.state != Stable || !g.followUp || len(g.pendingSync) > 0 {
+		return
+	}
+	g.followUp = false
+	c.prepareRebalance(g, "KIP-429: hand over withheld partitions")
+}
+
+func heartbeatResponse(version, code int16) *kmsg.HeartbeatResponse {
+	r := kmsg.NewPtrHeartbeatResponse()
+	r.Version = version
+	r.ErrorCode = code
+	return r
+}
+
+// heartbeat is classicGroupHeartbeatToClassicGroup.
+func (c *Coordinator) heartbeat(id RequestID, r *kmsg.HeartbeatRequest) {
+	answer := func(code int16) { c.reply(id, heartbeatResponse(r.Version, code)) }
+	if r.Group == "" {
+		answer(kerr.InvalidGroupID.Code)
+		return
+	}
+	g := c.groups[r.Group]
+	if g == nil {
+		answer(kerr.UnknownMemberID.Code)
+		return
+	}
+	c.touch(g)
+	if g.state == Dead {
+		answer(kerr.CoordinatorNotAvailable.Code)
+		return
+	}
+	instance := ""
+	if r.Version >= 3 && r.InstanceID != nil {
+		instance = *r.InstanceID
+	}
+	if code := g.validateMember(r.MemberID, instance); code != 0 {
+		answer(code)
+		return
+	}
+	if r.Generation != g.generation {
+		answer(kerr.IllegalGeneration.Code)
+		return
+	}
+	m := g.members[r.MemberID]
+	switch g.state {
+	case Empty:
+		answer(kerr.UnknownMemberID.Code)
+	case PreparingRebalance:
+		// The heartbeat keeps the session alive and tells the member to rejoin.
+		m.heartbeatDeadline = c.now.Add(m.session)
+		answer(kerr.RebalanceInProgress.Code)
+	default:
+		m.heartbeatDeadline = c.now.Add(m.session)
+		answer(0)
+	}
+}
+
+// leaveGroup is classicGroupLeaveToClassicGroup; v0-2 name one member and
+// carry its error at the top level.
+func (c *Coordinator) leaveGroup(id RequestID, r *kmsg.LeaveGroupRequest) {
+	resp := kmsg.NewPtrLeaveGroupResponse()
+	resp.Version = r.Version
+	type ident struct{ member, instance string }
+	var who []ident
+	if r.Version < 3 {
+		who = []ident{{member: r.MemberID}}
+	} else {
+		for _, lm := range r.Members {
+			i := ident{member: lm.MemberID}
+			if lm.InstanceID != nil {
+				i.instance = *lm.InstanceID
+			}
+			who = append(who, i)
+		}
+	}
+	codes := make([]int16, len(who))
+	g := c.groups[r.Group]
+	if g != nil {
+		c.touch(g)
+	}
+	switch {
+	case r.Group == "":
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+	case g == nil:
+		// Kafka answers an unknown group with UNKNOWN_MEMBER_ID per member.
+		for i := range codes {
+			codes[i] = kerr.UnknownMemberID.Code
+		}
+	case g.state == Dead:
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	default:
+		removed := 0
+		for i, w := range who {
+			switch {
+			case w.member == "":
+				// An unknown member id with an instance id is an admin removal
+				// of that static member.
+				mid, ok := g.static[w.instance]
+				if w.instance == "" || !ok {
+					codes[i] = kerr.UnknownMemberID.Code
+					continue
+				}
+				c.removeLeaving(g, g.members[mid])
+				removed++
+			default:
+				if _, ok := g.pending[w.member]; ok {
+					delete(g.pending, w.member)
+					removed++
+					continue
+				}
+				if code := g.validateMember(w.member, w.instance); code != 0 {
+					codes[i] = code
+					continue
+				}
+				c.removeLeaving(g, g.members[w.member])
+				removed++
+			}
+		}
+		if removed > 0 {
+			switch g.state {
+			case Stable, CompletingRebalance:
+				c.maybePrepareOrComplete(g, "members left")
+			case PreparingRebalance:
+				c.maybeCompleteJoin(g)
+			}
+		}
+	}
+	if r.Version < 3 {
+		if resp.ErrorCode == 0 {
+			resp.ErrorCode = codes[0]
+		}
+	} else if resp.ErrorCode == 0 {
+		for i, w := range who {
+			rm := kmsg.NewLeaveGroupResponseMember()
+			rm.MemberID = w.member
+			if r.Members[i].InstanceID != nil {
+				inst := *r.Members[i].InstanceID
+				rm.InstanceID = &inst
+			}
+			rm.ErrorCode = codes[i]
+			resp.Members = append(resp.Members, rm)
+		}
+	}
+	c.reply(id, resp)
+}
+
+// removeLeaving removes a member that left, failing whatever it has parked.
+func (c *Coordinator) removeLeaving(g *group, m *member) {
+	c.failParked(m, kerr.UnknownMemberID.Code)
+	g.remove(m.id)
+	c.event(Event{Kind: EventMemberRemoved, Group: g.id, Generation: g.generation, Member: m.id, Detail: "left the group"})
+}
+
+func (c *Coordinator) failParked(m *member, code int16) {
+	if m.joinWait != nil {
+		c.reply(m.joinWait.id, joinError(m.joinWait.version, code, ""))
+		m.joinWait = nil
+	}
+	if m.syncWait != nil {
+		c.reply(m.syncWait.id, syncError(m.syncWait.version, code))
+		m.syncWait = nil
+	}
+}
+
+// removeMemberAndUpdate removes a failed member (session expiry) and lets the
+// group react: a rebalance, or the end of a join phase it was blocking.
+func (c *Coordinator) removeMemberAndUpdate(g *group, m *member, reason string) {
+	c.failParked(m, kerr.UnknownMemberID.Code)
+	g.remove(m.id)
+	c.event(Event{Kind: EventMemberRemoved, Group: g.id, Generation: g.generation, Member: m.id, Detail: reason})
+	switch g.state {
+	case Stable, CompletingRebalance:
+		c.maybePrepareOrComplete(g, reason)
+	case PreparingRebalance:
+		if g.allJoined() {
+			c.completeJoin(g)
+		}
+	}
+}
+
+// tickGroup fires the group's due timers.
+func (c *Coordinator) tickGroup(g *group) {
+	now := c.now
+	for _, id := range sortedKeys(g.pending) {
+		if !g.pending[id].After(now) {
+			// KIP-394: the member never came back with its id.
+			delete(g.pending, id)
+			if g.state == PreparingRebalance && g.allJoined() {
+				c.completeJoin(g)
+			}
+		}
+	}
+	for _, m := range g.sortedMembers() {
+		if g.members[m.id] != m || m.heartbeatDeadline.IsZero() || m.heartbeatDeadline.After(now) {
+			continue
+		}
+		if !m.isNew && (m.joinWait != nil || m.syncWait != nil) {
+			// A member waiting for a join or sync answer cannot heartbeat.
+			m.heartbeatDeadline = now.Add(m.session)
+			continue
+		}
+		c.removeMemberAndUpdate(g, m, "session timeout")
+	}
+	if !g.joinDeadline.IsZero() && !g.joinDeadline.After(now) && g.state == PreparingRebalance {
+		if g.initialJoin && g.newMemberAdded && g.initialRemaining > 0 {
+			// A member arrived during the delay: wait once more.
+			g.newMemberAdded = false
+			next := min(g.initialDelay, g.initialRemaining)
+			g.initialRemaining = max(g.initialRemaining-g.initialDelay, 0)
+			g.initialDelay = next
+			g.joinDeadline = now.Add(next)
+		} else {
+			c.completeJoin(g)
+		}
+	}
+	if !g.syncDeadline.IsZero() && !g.syncDeadline.After(now) {
+		g.syncDeadline = time.Time{}
+		if (g.state == CompletingRebalance || g.state == Stable) && len(g.pendingSync) > 0 {
+			// Members that never sent SyncGroup are removed, and the group
+			// starts over.
+			for _, id := range sortedKeys(g.pendingSync) {
+				if m := g.members[id]; m != nil {
+					c.failParked(m, kerr.UnknownMemberID.Code)
+					g.remove(id)
+					c.event(Event{Kind: EventMemberRemoved, Group: g.id, Generation: g.generation, Member: id, Detail: "no SyncGroup within the rebalance timeout"})
+				}
+			}
+			c.prepareRebalance(g, "members did not sync")
+		}
+	}
+}

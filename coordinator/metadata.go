@@ -1,0 +1,203 @@
+package coordinator
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"sort"
+	"time"
+)
+
+// Metadata is the cluster metadata the coordinator assigns from. The driver
+// replaces it whole with SetMetadata whenever it changes; it must cover at
+// least every topic that SubscribedTopics names.
+type Metadata struct {
+	Brokers []Broker
+	Topics  map[string]TopicMetadata
+}
+
+// Broker is one broker and its rack ("" when none).
+type Broker struct {
+	ID   int32
+	Rack string
+}
+
+// TopicMetadata describes one topic; partition i is Partitions[i].
+type TopicMetadata struct {
+	ID         [16]byte
+	Partitions []PartitionMetadata
+}
+
+// PartitionMetadata is one partition's placement.
+type PartitionMetadata struct {
+	Leader   int32
+	Replicas []int32
+	ISR      []int32
+}
+
+// SetMetadata replaces the cluster metadata. With server-side assignment no
+// member leads, so the coordinator does a leader's watching: a group whose
+// subscribed topics changed partition count, appeared or disappeared (and,
+// for a rack-aware group, whose replica placement or broker racks changed)
+// rebalances; its members learn it from Heartbeat REBALANCE_IN_PROGRESS.
+func (c *Coordinator) SetMetadata(now time.Time, md *Metadata) Output {
+	c.begin(now)
+	c.meta = md
+	c.place = nil
+	for _, id := range c.sortedGroupIDs() {
+		g := c.groups[id]
+		c.touch(g)
+		if !g.serverSide || (g.state != Stable && g.state != CompletingRebalance) {
+			continue
+		}
+		if fp := c.fingerprint(g); fp != g.fingerprint {
+			c.event(Event{Kind: EventMetadataChanged, Group: g.id, Generation: g.generation})
+			c.prepareRebalance(g, "subscribed topic metadata changed")
+		}
+	}
+	return c.finish()
+}
+
+// RefreshRacks resolves every member's rack again. The driver calls it when
+// its RackSource learns something new: clients send their KIP-392 RackID
+// only in Fetch requests, so often after their first assignment. A
+// server-side group in which a member's rack changed rebalances.
+func (c *Coordinator) RefreshRacks(now time.Time) Output {
+	c.begin(now)
+	for _, id := range c.sortedGroupIDs() {
+		g := c.groups[id]
+		c.touch(g)
+		changed := false
+		for _, m := range g.sortedMembers() {
+			if r := c.resolveRack(g, m); r != m.rack {
+				m.rack, changed = r, true
+			}
+		}
+		if changed && g.serverSide && (g.state == Stable || g.state == CompletingRebalance) {
+			c.prepareRebalance(g, "a member's rack changed")
+		}
+	}
+	return c.finish()
+}
+
+// SubscribedTopics returns every topic a server-side group subscribes to,
+// sorted: the topics whose metadata the driver must keep current.
+func (c *Coordinator) SubscribedTopics() []string {
+	set := make(map[string]bool)
+	for _, g := range c.groups {
+		for _, m := range g.members {
+			for p := range m.subs {
+				for _, t := range m.subs[p].Topics {
+					set[t] = true
+				}
+			}
+		}
+	}
+	return sortedKeys(set)
+}
+
+func (c *Coordinator) topic(name string) (TopicMetadata, bool) {
+	if c.meta == nil {
+		return TopicMetadata{}, false
+	}
+	t, ok := c.meta.Topics[name]
+	return t, ok
+}
+
+// rackAware reports whether replica placement can matter to g's
+// assignment: some member's rack is the rack of some broker (Kafka's first
+// condition for rack-aware assignment).
+func (c *Coordinator) rackAware(g *group) bool {
+	if c.meta == nil {
+		return false
+	}
+	racks := make(map[string]bool, len(c.meta.Brokers))
+	for _, b := range c.meta.Brokers {
+		if b.Rack != "" {
+			racks[b.Rack] = true
+		}
+	}
+	for _, m := range g.members {
+		if m.rack != "" && racks[m.rack] {
+			return true
+		}
+	}
+	return false
+}
+
+// fingerprint hashes what g's assignment depends on in the metadata: each
+// subscribed topic's existence and partition count and, for rack-aware
+// groups, each partition's replicas and their brokers' racks.
+func (c *Coordinator) fingerprint(g *group) uint64 {
+	topics := make(map[string]bool)
+	for _, m := range g.members {
+		for _, t := range subscribedTopics(m, g.protocol) {
+			topics[t] = true
+		}
+	}
+	racks := make(map[int32]string)
+	if c.meta != nil {
+		for _, b := range c.meta.Brokers {
+			racks[b.ID] = b.Rack
+		}
+	}
+	withRacks := c.rackAware(g)
+	h := fnv.New64a()
+	var buf [4]byte
+	putInt := func(v int32) {
+		binary.BigEndian.PutUint32(buf[:], uint32(v))
+		h.Write(buf[:])
+	}
+	for _, name := range sortedKeys(topics) {
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+		t, ok := c.topic(name)
+		if !ok {
+			putInt(-1)
+			continue
+		}
+		putInt(int32(len(t.Partitions)))
+		if !withRacks {
+			continue
+		}
+		for _, p := range t.Partitions {
+			putInt(int32(len(p.Replicas)))
+			for _, r := range p.Replicas {
+				putInt(r)
+				h.Write([]byte(racks[r]))
+				h.Write([]byte{0})
+			}
+		}
+	}
+	return h.Sum64()
+}
+
+// resolveRack finds a member's rack; the first source that knows wins: the
+// rack in its subscription (v3), the rack its client sent in Fetch requests
+// (KIP-392), then the operator's rules on host and client id.
+func (c *Coordinator) resolveRack(g *group, m *member) string {
+	names := make([]string, 0, len(m.subs))
+	for name := range m.subs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if r := m.subs[name].Rack; r != nil && *r != "" {
+			return *r
+		}
+	}
+	if c.cfg.Racks != nil {
+		if r, ok := c.cfg.Racks.FetchRack(m.clientID, m.host); ok && r != "" {
+			return r
+		}
+	}
+	return g.cfg.ruleRack(m.clientID, m.host)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

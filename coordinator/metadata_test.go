@@ -1,0 +1,203 @@
+package coordinator
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestMetadata_ChangesUnderASubscriptionTriggerARebalance(t *testing.T) {
+	moveReplica := func(md *Metadata) {
+		p := md.Topics["t"].Partitions
+		p[0].Replicas = []int32{2}
+	}
+	tests := []struct {
+		name   string
+		rack   string
+		change func(*Metadata)
+		want   bool
+	}{
+		{"partition count grows", "", func(md *Metadata) { md.Topics["t"] = meta(map[string]int{"t": 6}).Topics["t"] }, true},
+		{"subscribed topic deleted", "", func(md *Metadata) { delete(md.Topics, "t") }, true},
+		{"subscribed topic created", "", func(md *Metadata) { md.Topics["later"] = meta(map[string]int{"later": 1}).Topics["later"] }, true},
+		{"unsubscribed topic created", "", func(md *Metadata) { md.Topics["other"] = meta(map[string]int{"other": 1}).Topics["other"] }, false},
+		{"replica moves, no member has a rack", "", moveReplica, false},
+		{"replica moves in a rack-aware group", "a", moveReplica, true},
+		{"replica moves, the member's rack is no broker's", "elsewhere", moveReplica, false},
+		{"broker changes rack in a rack-aware group", "a", func(md *Metadata) { md.Brokers[1].Rack = "z" }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+			md := meta(map[string]int{"t": 4})
+			h.setMetadata(md)
+			a := newSim(h, "a", "g", []string{"range"}, []string{"t", "later"})
+			a.rack = tt.rack
+			settle(h, a)
+			next := meta(map[string]int{"t": 4})
+			tt.change(next)
+			h.setMetadata(next)
+			before := a.generation
+			code := h.do(a.client, hbReq("g", a.memberID, a.generation)).(*kmsg.HeartbeatResponse).ErrorCode
+			if got := code == kerr.RebalanceInProgress.Code; got != tt.want {
+				t.Fatalf("heartbeat %v, want rebalance %v", kerr.ErrorForCode(code), tt.want)
+			}
+			if tt.want {
+				a.phase = idle
+				settle(h, a)
+				if a.generation != before+1 {
+					t.Fatalf("generation %d after the metadata rebalance", a.generation)
+				}
+				if n := len(next.Topics["t"].Partitions) + len(next.Topics["later"].Partitions); count(a.held) != n {
+					t.Fatalf("a holds %v, want %d partitions", a.held, n)
+				}
+			}
+		})
+	}
+}
+
+type fetchRacks map[string]string
+
+func (f fetchRacks) FetchRack(clientID, host string) (string, bool) {
+	r, ok := f[clientID]
+	return r, ok
+}
+
+func TestRack_ResolutionOrder(t *testing.T) {
+	rules := []RackRule{{ClientID: "^web-", Rack: "rule-id"}, {CIDR: "10.2.0.0/16", Rack: "rule-cidr"}, {CIDR: "10.0.0.0/8", Rack: "rule-wide"}}
+	tests := []struct {
+		name     string
+		subRack  string
+		clientID string
+		host     string
+		fetch    fetchRacks
+		want     string
+	}{
+		{"subscription rack wins", "sub", "web-1", "/10.2.0.1", fetchRacks{"web-1": "fetch"}, "sub"},
+		{"then the fetch rack", "", "web-1", "/10.2.0.1", fetchRacks{"web-1": "fetch"}, "fetch"},
+		{"then the first matching rule: client id", "", "web-1", "/10.2.0.1", nil, "rule-id"},
+		{"then the first matching rule: cidr", "", "batch-1", "/10.2.3.4", nil, "rule-cidr"},
+		{"rules are ordered", "", "batch-1", "/10.9.0.1", nil, "rule-wide"},
+		{"nothing matches", "", "batch-1", "/192.168.0.1", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{Default: GroupConfig{InitialRebalanceDelay: -1, RackRules: rules}}
+			if tt.fetch != nil {
+				cfg.Racks = tt.fetch
+			}
+			h := newHarness(t, cfg)
+			h.autoJobs = false
+			s := newSim(h, tt.clientID, "g", []string{"range"}, []string{"t"})
+			s.client.Host = tt.host
+			s.rack = tt.subRack
+			s.join()
+			h.advance(0)
+			if len(h.jobs) != 1 {
+				t.Fatalf("jobs %d", len(h.jobs))
+			}
+			if got := h.jobs[0].Request.Members[0].Rack; got != tt.want {
+				t.Fatalf("rack %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfig_RejectsBadRackRules(t *testing.T) {
+	bad := [][]RackRule{
+		{{CIDR: "10.0.0.0/33", Rack: "r"}},
+		{{ClientID: "(", Rack: "r"}},
+		{{CIDR: "10.0.0.0/8", ClientID: "x", Rack: "r"}},
+		{{CIDR: "10.0.0.0/8"}},
+	}
+	for _, rules := range bad {
+		if _, err := New(Config{Groups: map[string]GroupConfig{"g": {RackRules: rules}}}, 1); err == nil {
+			t.Errorf("rules %+v accepted", rules)
+		}
+	}
+}
+
+func TestAssignmentRequest_CarriesPreviousAssignmentAndMemberModes(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1, PluginConfig: map[string]string{"k": "v"}}})
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	s := newSim(h, "s", "g", []string{"range"}, []string{"t"})
+	s.instance = "z-static"
+	d := newSim(h, "d", "g", []string{"range"}, []string{"t"})
+	s.join()
+	d.join()
+	settle(h, s, d)
+	h.autoJobs = false
+	e := newSim(h, "e", "g", []string{"range"}, []string{"t"})
+	e.join()
+	settle(h, s, d, e)
+	if len(h.jobs) != 1 {
+		t.Fatalf("jobs %d", len(h.jobs))
+	}
+	req := h.jobs[0].Request
+	if req.Members[0].InstanceID != "z-static" {
+		t.Fatalf("static members come first: %+v", req.Members[0])
+	}
+	if req.Config["k"] != "v" || req.Protocol != "range" || req.Generation != 2 {
+		t.Fatalf("request header %+v", req)
+	}
+	prev := 0
+	for _, m := range req.Members {
+		for _, tp := range m.Previous {
+			prev += len(tp.Partitions)
+		}
+		if m.Cooperative {
+			t.Fatalf("range member marked cooperative")
+		}
+	}
+	if prev != 4 {
+		t.Fatalf("previous assignment covers %d partitions, want 4", prev)
+	}
+}
+
+func TestRack_FetchRackLearnedLaterRebalances(t *testing.T) {
+	racks := fetchRacks{}
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}, Racks: racks})
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+	settle(h, a)
+	h.absorb(h.c.RefreshRacks(h.now))
+	if st := h.c.groups["g"].state; st != Stable {
+		t.Fatalf("nothing changed, yet %v", st)
+	}
+	racks["a"] = "b" // a's first Fetch carried RackID "b"
+	h.absorb(h.c.RefreshRacks(h.now))
+	if st := h.c.groups["g"].state; st != PreparingRebalance {
+		t.Fatalf("state %v after a rack was learned", st)
+	}
+	h.autoJobs = false
+	a.heartbeat()
+	settle(h, a)
+	if len(h.jobs) != 1 || h.jobs[0].Request.Members[0].Rack != "b" {
+		t.Fatalf("jobs %+v", h.jobs)
+	}
+}
+
+func TestConfig_PerGroupConfigOverridesTheDefault(t *testing.T) {
+	h := newHarness(t, Config{
+		Default: GroupConfig{InitialRebalanceDelay: -1},
+		Groups:  map[string]GroupConfig{"vip": {InitialRebalanceDelay: -1, Priority: []string{"roundrobin"}}},
+	})
+	h.setMetadata(meta(map[string]int{"t": 4, "u": 1}))
+	for _, group := range []string{"vip", "plain"} {
+		s := newSim(h, "a-"+group, group, []string{"range", "roundrobin"}, []string{"t"})
+		settle(h, s)
+	}
+	if p := h.c.groups["vip"].protocol; p != "roundrobin" {
+		t.Fatalf("vip protocol %q", p)
+	}
+	if p := h.c.groups["plain"].protocol; p != "range" {
+		t.Fatalf("plain protocol %q", p)
+	}
+	if got := h.c.Groups(); len(got) != 2 || got[0] != "plain" {
+		t.Fatalf("groups %v", got)
+	}
+	if got := h.c.SubscribedTopics(); len(got) != 1 || got[0] != "t" {
+		t.Fatalf("subscribed topics %v", got)
+	}
+}
