@@ -105,6 +105,10 @@ type Config struct {
 	Default GroupConfig
 	// Groups holds per-group configurations by group id.
 	Groups map[string]GroupConfig
+	// Rules are tried in order for a group not named in Groups: the first
+	// whose Match accepts the group id gives its configuration. The gateway
+	// builds them from its [[groups]] globs.
+	Rules []GroupRule
 	// Assignors says which protocol names plugins serve. Nil means none:
 	// every group then runs classic leader-side assignment.
 	Assignors Assignors
@@ -117,6 +121,7 @@ type Config struct {
 
 	defaultGroup *GroupConfig
 	groups       map[string]*GroupConfig
+	rules        []*GroupConfig
 
 	// disableWithholding switches KIP-429 withholding off. Only tests set
 	// it, to prove that the randomized test notices double ownership.
@@ -127,6 +132,11 @@ type Config struct {
 func (c *Config) groupConfigFor(group string) *GroupConfig {
 	if gc, ok := c.groups[group]; ok {
 		return gc
+	}
+	for i, r := range c.Rules {
+		if r.Match(group) {
+			return c.rules[i]
+		}
 	}
 	return c.defaultGroup
 }
@@ -152,7 +162,24 @@ func (c *Config) prepare() error {
 		}
 		c.groups[id] = p
 	}
+	c.rules = make([]*GroupConfig, len(c.Rules))
+	for i, r := range c.Rules {
+		if r.Match == nil {
+			return fmt.Errorf("coordinator config rules[%d]: no Match function", i)
+		}
+		p, err := prepareGroup(fmt.Sprintf("rules[%d]", i), r.Config)
+		if err != nil {
+			return err
+		}
+		c.rules[i] = p
+	}
 	return nil
+}
+
+// GroupRule gives the groups whose id Match accepts their configuration.
+type GroupRule struct {
+	Match  func(group string) bool
+	Config GroupConfig
 }
 
 func prepareGroup(key string, gc GroupConfig) (*GroupConfig, error) {
