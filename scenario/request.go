@@ -58,6 +58,13 @@ func (s *Scenario) protocol() string {
 //     Subscriptions, owned and previous partitions are ascending and
 //     duplicate-free; empty owned or previous lists are left out.
 func (s *Scenario) Request() (*abi.Request, []string, error) {
+	if s.Generate != nil {
+		q, err := s.Sequence()
+		if err != nil {
+			return nil, nil, err
+		}
+		return q.Scenario().Request()
+	}
 	warnings, err := s.check()
 	if err != nil {
 		return nil, nil, err

@@ -9,6 +9,12 @@
 // Scenario, Broker, Topic, Partition and Member; other tools write it, so its
 // key names are fixed.
 //
+// A scenario may instead generate its topics and members from a seed, and
+// describe a sequence of rebalances in which each round's result is fed
+// back as the next round's owned partitions (Generate, Sequence). That keeps
+// a group of a million partitions, or a hundred randomized rounds, to a few
+// lines, and every tool that runs a single rebalance runs its first round.
+//
 // Every error names the JSON field at fault on one line, such as
 // `members[2].owned["t0"]: partition 3 listed twice`, because the person
 // reading it is editing the file by hand.
@@ -69,6 +75,11 @@ type Scenario struct {
 	// Members lists the group's members in any order. Required (it may be
 	// empty).
 	Members []Member `json:"members"`
+	// Generate generates the topics and members by rule, and may make the
+	// scenario a sequence of rebalances; see Generate. With it, topics and
+	// members must be absent (or null). Request builds the first
+	// rebalance; Sequence steps through all of them.
+	Generate *Generate `json:"generate,omitempty"`
 }
 
 // Broker is one broker of the scenario's cluster.
@@ -169,6 +180,7 @@ type file struct {
 	Brokers           []json.RawMessage `json:"brokers"`
 	Topics            []json.RawMessage `json:"topics"`
 	Members           []json.RawMessage `json:"members"`
+	Generate          json.RawMessage   `json:"generate"`
 }
 
 // Parse decodes and validates a scenario. Unknown keys are errors, so that a
@@ -193,10 +205,16 @@ func Parse(data []byte) (*Scenario, error) {
 	if s.Protocol == "" {
 		s.Protocol = s.Assignor
 	}
-	if f.Topics == nil {
+	if len(f.Generate) > 0 && string(f.Generate) != "null" {
+		s.Generate = &Generate{}
+		if err := decodeStrict(f.Generate, s.Generate); err != nil {
+			return nil, jsonError("generate", f.Generate, err)
+		}
+	}
+	if s.Generate == nil && f.Topics == nil {
 		return nil, errors.New("topics: required")
 	}
-	if f.Members == nil {
+	if s.Generate == nil && f.Members == nil {
 		return nil, errors.New("members: required")
 	}
 	if f.Brokers != nil {
@@ -207,13 +225,17 @@ func Parse(data []byte) (*Scenario, error) {
 			}
 		}
 	}
-	s.Topics = make([]Topic, len(f.Topics))
+	if f.Topics != nil {
+		s.Topics = make([]Topic, len(f.Topics))
+	}
 	for i, raw := range f.Topics {
 		if err := decodeStrict(raw, &s.Topics[i]); err != nil {
 			return nil, jsonError(fmt.Sprintf("topics[%d]", i), raw, err)
 		}
 	}
-	s.Members = make([]Member, len(f.Members))
+	if f.Members != nil {
+		s.Members = make([]Member, len(f.Members))
+	}
 	for i, raw := range f.Members {
 		m := &s.Members[i]
 		m.Generation = -1

@@ -20,10 +20,10 @@ func (s *Scenario) check() (warnings []string, err error) {
 	default:
 		return nil, fmt.Errorf(`rebalance_protocol: must be "eager" or "cooperative", got %q`, s.RebalanceProtocol)
 	}
-	if s.Topics == nil {
+	if s.Generate == nil && s.Topics == nil {
 		return nil, errors.New("topics: required")
 	}
-	if s.Members == nil {
+	if s.Generate == nil && s.Members == nil {
 		return nil, errors.New("members: required")
 	}
 
@@ -36,6 +36,10 @@ func (s *Scenario) check() (warnings []string, err error) {
 			return nil, fmt.Errorf("brokers[%d].id: duplicate broker id %d (also brokers[%d])", i, b.ID, j)
 		}
 		brokers[b.ID] = i
+	}
+	if s.Generate != nil {
+		// The generated rounds are checked in full when they are built.
+		return nil, s.checkGenerate()
 	}
 
 	topics := make(map[string]int, len(s.Topics))
