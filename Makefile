@@ -10,8 +10,9 @@ BUILTIN_WASM := $(BUILTINS:%=plugins/builtin/wasm/%.wasm)
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PKGS := wabt clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
 BENCHTIME ?= 1x
+KAFKA_VERSION ?= 4.4.0
 
-.PHONY: all build plugins testdata tools test vet bench run clean FORCE
+.PHONY: all build plugins testdata tools kafka-cache test vet bench run clean FORCE
 
 all: build
 
@@ -40,14 +41,19 @@ testdata: tools
 	$(MAKE) -s -C testdata/hostile
 	$(MAKE) -s -C testdata/guests/c
 
+## kafka-cache: Apache Kafka's broker and Java client jars from Maven Central,
+## for the tests against a real broker (kept in .cache/kafka; fetched once).
+kafka-cache:
+	KAFKA_VERSION=$(KAFKA_VERSION) bash scripts/fetch-kafka.sh
+
 vet:
 	$(GO) vet ./...
 	cd sdk/go && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./plugins/... ./testdata/guests/go
 
 ## test: everything CI checks.
-test: build testdata vet
-	$(GO) test -count=1 ./...
+test: build testdata vet kafka-cache
+	REALKAFKA_REQUIRED=1 $(GO) test -count=1 ./...
 	cd sdk/go && $(GO) test -count=1 ./...
 
 ## bench: every Go benchmark once (BENCHTIME=5x for steadier numbers).
