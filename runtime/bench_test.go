@@ -97,7 +97,7 @@ func BenchmarkLoad(b *testing.B) {
 			wasm := testutil.ReadArtefact(b, g.file)
 			ctx := context.Background()
 			load := func(dir string) (compile, total time.Duration) {
-				h, err := NewHost(ctx, NewConfig().WithLogger(slog.New(slog.DiscardHandler)).WithCompilationCacheDir(dir))
+				h, err := NewHost(ctx, NewConfig().WithIsolation(IsolationInProcess).WithLogger(slog.New(slog.DiscardHandler)).WithCompilationCacheDir(dir))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -137,11 +137,11 @@ func BenchmarkLoad(b *testing.B) {
 func BenchmarkInstantiate(b *testing.B) {
 	for _, g := range []benchGuest{goSpread(), cRoundRobin()} {
 		b.Run(g.name, func(b *testing.B) {
-			h := benchHost(b, NewConfig())
+			h := benchHost(b, NewConfig().WithIsolation(IsolationInProcess))
 			p := loadArtefact(b, h, g.file)
 			ctx := context.Background()
 			for b.Loop() {
-				inst, err := p.instantiate(ctx)
+				inst, err := p.run.(*inProcess).mod.instantiate(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -152,19 +152,50 @@ func BenchmarkInstantiate(b *testing.B) {
 }
 
 // BenchmarkAssign_Tiny is the fixed cost of one call through Plugin.Assign,
-// from a warm pooled instance.
+// from a warm pooled instance, in each isolation mode: in process mode it
+// includes the round trip to the worker.
 func BenchmarkAssign_Tiny(b *testing.B) {
-	for _, g := range []benchGuest{goSpread(), cRoundRobin()} {
+	for _, iso := range isolations() {
+		for _, g := range []benchGuest{goSpread(), cRoundRobin()} {
+			b.Run(iso.String()+"/"+g.name, func(b *testing.B) {
+				h := benchHost(b, NewConfig().WithIsolation(iso).WithPoolSize(1))
+				p := loadArtefact(b, h, g.file)
+				req := tinyRequest()
+				ctx := context.Background()
+				warm(b, p, g.assignor, req, 100)
+				for b.Loop() {
+					if _, err := p.Assign(ctx, g.assignor, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkWorkerSpawn is what process isolation pays to start one worker
+// with a module whose machine code is in the cache: exec, the worker's Go
+// runtime, loading the code, instantiating (the guest's start-up code) and
+// describing. A call pays it when the pool is empty, and a spare worker
+// pays it in the background after a kill.
+func BenchmarkWorkerSpawn(b *testing.B) {
+	if !processIsolationSupported {
+		b.Skip("no worker processes on this platform")
+	}
+	for _, g := range []benchGuest{goSpread(), cRoundRobin(), rangeBuiltin()} {
 		b.Run(g.name, func(b *testing.B) {
-			h := benchHost(b, NewConfig().WithPoolSize(1))
-			p := loadArtefact(b, h, g.file)
-			req := tinyRequest()
+			h := benchHost(b, NewConfig().WithIsolation(IsolationProcess))
+			p := loadArtefact(b, h, g.file) // compiles into the cache
+			r := p.run.(*procRunner)
 			ctx := context.Background()
-			warm(b, p, g.assignor, req, 100)
 			for b.Loop() {
-				if _, err := p.Assign(ctx, g.assignor, req); err != nil {
+				w, _, err := r.spawnLoaded(ctx)
+				if err != nil {
 					b.Fatal(err)
 				}
+				b.StopTimer()
+				w.close()
+				b.StartTimer()
 			}
 		})
 	}
@@ -180,7 +211,7 @@ func BenchmarkAssign_Tiny(b *testing.B) {
 func BenchmarkAssign_TinyPhases(b *testing.B) {
 	for _, g := range []benchGuest{goSpread(), cRoundRobin()} {
 		b.Run(g.name, func(b *testing.B) {
-			h := benchHost(b, NewConfig().WithPoolSize(1))
+			h := benchHost(b, NewConfig().WithIsolation(IsolationInProcess).WithPoolSize(1))
 			p := loadArtefact(b, h, g.file)
 			req := tinyRequest()
 			warm(b, p, g.assignor, req, 100)
@@ -226,7 +257,7 @@ func BenchmarkPooling(b *testing.B) {
 	}}}
 	for _, g := range []benchGuest{cRoundRobin(), goSpread(), rangeBuiltin()} {
 		cases = append(cases, poolCase{g.name, func(b *testing.B) func() error {
-			h := benchHost(b, NewConfig().WithPoolSize(2))
+			h := benchHost(b, NewConfig().WithIsolation(IsolationInProcess).WithPoolSize(2))
 			p := loadArtefact(b, h, g.file)
 			return func() error { _, err := p.Assign(context.Background(), g.assignor, req); return err }
 		}})
@@ -316,43 +347,53 @@ func stream(assign func() error, goroutines, total int) (time.Duration, error) {
 // 2,000 members over 1,000,000 partitions (500 topics of 2,000, identical
 // subscriptions), through the built-in wasm plugin end to end (encode, guest,
 // decode, validate) and natively through package rangeassignor, in the same
-// iteration. "wasm/native" is the ratio of the two.
+// iteration. "wasm/native" is the ratio of the two. It runs in each
+// isolation mode; the phases are measured in-process only, where the host
+// can time the guest's steps.
 //
 // The call needs more than the default limits: the timeout is raised to 2
 // minutes and memory to 2 GiB, so the benchmark measures speed rather than
 // where the limits cut. One untimed call first grows the instance's memory,
 // as a pooled instance would have.
 func BenchmarkRange_1M(b *testing.B) {
-	lim := DefaultLimits().WithTimeout(2 * time.Minute).WithMemoryLimitMB(2048)
-	h := benchHost(b, NewConfig().WithPoolSize(1).WithLimits(lim))
-	p := loadArtefact(b, h, rangeWasm)
-	req := uniformRequest(2000, 500, 2000)
-	warm(b, p, "range", req, 1)
-	var wasm, native time.Duration
-	var phases phaseTimes
-	for b.Loop() {
-		start := time.Now()
-		if _, err := p.Assign(context.Background(), "range", req); err != nil {
-			b.Fatal(err)
-		}
-		wasm += time.Since(start)
+	for _, iso := range isolations() {
+		b.Run(iso.String(), func(b *testing.B) {
+			lim := DefaultLimits().WithTimeout(2 * time.Minute).WithMemoryLimitMB(2048)
+			h := benchHost(b, NewConfig().WithIsolation(iso).WithPoolSize(1).WithLimits(lim))
+			p := loadArtefact(b, h, rangeWasm)
+			req := uniformRequest(2000, 500, 2000)
+			warm(b, p, "range", req, 1)
+			var wasm, native time.Duration
+			var phases phaseTimes
+			for b.Loop() {
+				start := time.Now()
+				if _, err := p.Assign(context.Background(), "range", req); err != nil {
+					b.Fatal(err)
+				}
+				wasm += time.Since(start)
 
-		runtime.GC()
-		start = time.Now()
-		if _, err := rangeassignor.Assign(req); err != nil {
-			b.Fatal(err)
-		}
-		native += time.Since(start)
+				runtime.GC()
+				start = time.Now()
+				if _, err := rangeassignor.Assign(req); err != nil {
+					b.Fatal(err)
+				}
+				native += time.Since(start)
 
-		runtime.GC()
-		phases.add(assignInPhases(b, p, "range", req))
+				runtime.GC()
+				if iso == IsolationInProcess {
+					phases.add(assignInPhases(b, p, "range", req))
+				}
+			}
+			n := float64(b.N)
+			b.ReportMetric(ms(wasm)/n, "wasm-ms")
+			b.ReportMetric(ms(native)/n, "native-ms")
+			b.ReportMetric(float64(wasm)/float64(native), "wasm/native")
+			if iso == IsolationInProcess {
+				phases.report(b, n, 1e-6, "ms")
+			}
+			b.ReportMetric(float64(p.MaxMemoryBytes())/(1<<20), "guest-MiB")
+		})
 	}
-	n := float64(b.N)
-	b.ReportMetric(ms(wasm)/n, "wasm-ms")
-	b.ReportMetric(ms(native)/n, "native-ms")
-	b.ReportMetric(float64(wasm)/float64(native), "wasm/native")
-	phases.report(b, n, 1e-6, "ms")
-	b.ReportMetric(float64(p.MaxMemoryBytes())/(1<<20), "guest-MiB")
 }
 
 // warm makes n calls so that the measured ones find a pooled instance whose
@@ -403,11 +444,15 @@ func assignInPhases(b *testing.B, p *Plugin, assignor string, req *abi.Request) 
 	r := *req
 	r.Assignor = assignor
 	r.Seed = Seed(&r)
-	inst, err := p.acquire(ctx)
+	run, ok := p.run.(*inProcess)
+	if !ok {
+		b.Fatal("phases are measured in-process only")
+	}
+	inst, err := run.acquire(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer p.release(ctx, inst)
+	defer run.release(ctx, inst)
 	lim := p.host.cfg.limits
 	var pt phaseTimes
 
@@ -416,7 +461,7 @@ func assignInPhases(b *testing.B, p *Plugin, assignor string, req *abi.Request) 
 	t1 := time.Now()
 	pt.encode = t1.Sub(t0)
 
-	cs := &callState{sink: p.sink}
+	cs := &callState{sink: run.mod.sink}
 	inst.io.begin(cs, r.Seed)
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, cs), lim.timeout)
 	size := uint64(len(inst.buf))
@@ -434,9 +479,13 @@ func assignInPhases(b *testing.B, p *Plugin, assignor string, req *abi.Request) 
 		b.Fatal(err)
 	}
 	t2 := time.Now()
-	resp, derr := decodeResponse(mem, res[0], lim.maxOutputBytes)
-	if derr != nil {
-		b.Fatal(derr)
+	out, err := readPacked(mem, res[0], lim.maxOutputBytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := decodeOutput(p.name, out)
+	if err != nil {
+		b.Fatal(err)
 	}
 	t3 := time.Now()
 	if _, err := inst.free.Call(cctx, uint64(ptr), size); err != nil {

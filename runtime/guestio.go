@@ -41,11 +41,19 @@ func (c *callState) note(level slog.Level, line string) {
 	// costs nothing from the budgets: otherwise a plugin that writes one
 	// debug line per call empties the bucket at 100 calls a second and
 	// turns every later call into a drop warning.
-	if !c.sink.logger.Enabled(context.Background(), level) {
+	if !c.sink.enabled(level) {
 		return
 	}
 	c.logBytes += len(line)
-	if c.logBytes > c.sink.bytesPerCall || !c.sink.take() {
+	if c.logBytes > c.sink.bytesPerCall {
+		c.dropped++
+		return
+	}
+	if c.sink.forward != nil {
+		c.sink.forward(level, line)
+		return
+	}
+	if !c.sink.take() {
 		c.dropped++
 		return
 	}
@@ -54,7 +62,13 @@ func (c *callState) note(level slog.Level, line string) {
 
 // finish hands the call's dropped lines to the sink, which warns about them
 // at most once per dropWarningEvery for the plugin.
+//
+// In a worker the parent owns the rate limit and the warnings: the count
+// stays in dropped, for the worker to report with the call's result.
 func (c *callState) finish() {
+	if c.sink.forward != nil {
+		return
+	}
 	if c.dropped > 0 {
 		if n, ok := c.sink.dropped(c.dropped); ok {
 			c.sink.logger.Warn("plugin log lines dropped", "dropped", n, "reason", "log volume limit")
@@ -70,10 +84,17 @@ func (c *callState) lastWords() string {
 
 // logSink rate-limits one plugin's log lines across all its instances with a
 // token bucket.
+//
+// In a worker process, forward is set instead of logger: lines within the
+// per-call byte budget go to the parent, whose own logSink rate-limits them
+// across all of the plugin's workers, and minLevel stands in for the
+// parent's logger level.
 type logSink struct {
 	logger       *slog.Logger
 	bytesPerCall int
 	perSecond    float64
+	forward      func(level slog.Level, line string)
+	minLevel     slog.Level
 
 	mu          sync.Mutex
 	tokens      float64
@@ -107,6 +128,26 @@ func newLogSink(logger *slog.Logger, l Limits) *logSink {
 		perSecond:    float64(l.logLinesPerSecond),
 		tokens:       float64(l.logLinesPerSecond),
 	}
+}
+
+// enabled says whether a line at level would be logged at all.
+func (s *logSink) enabled(level slog.Level) bool {
+	if s.forward != nil {
+		return level >= s.minLevel
+	}
+	return s.logger.Enabled(context.Background(), level)
+}
+
+// minEnabledLevel returns the lowest level from Debug-4 to Error+4 that the
+// sink's logger records, for a worker to filter by: handlers filter by a
+// threshold, so one number stands for the logger.
+func (s *logSink) minEnabledLevel() slog.Level {
+	for l := slog.LevelDebug - 4; l <= slog.LevelError+4; l++ {
+		if s.logger.Enabled(context.Background(), l) {
+			return l
+		}
+	}
+	return slog.LevelError + 5
 }
 
 func (s *logSink) take() bool {

@@ -4,6 +4,12 @@
 // validates every response, and turns every way a plugin can fail into an
 // *Error whose Kind callers can branch on.
 //
+// On Linux each instance runs by default in a worker process, this program
+// started again, so that guest code can run without wazero's per-loop
+// deadline checks and still be stopped (killed) at the deadline; see
+// Isolation and docs/design-worker-isolation.md. Programs and test binaries
+// that create a Host must therefore call RunWorkerIfRequested first thing.
+//
 // The package knows nothing of consumer groups or the Kafka wire protocol: it
 // maps an abi.Request to an abi.Response or an error. It must never import
 // the coordinator, proxy or cmd packages. (Its directory is runtime/; the
@@ -17,24 +23,20 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-
-	"github.com/wasmassign/wasmassign/runtime/internal/linmem"
 )
 
-// Host compiles and runs plugins. One Host shares a wazero runtime, its
-// compilation cache and its limits among all plugins loaded through it.
+// Host compiles and runs plugins. One Host shares its compilation cache and
+// its limits among all plugins loaded through it. With IsolationInProcess it
+// runs every plugin on one wazero runtime in this process; with
+// IsolationProcess each instance of a plugin runs in a worker process of its
+// own, which the host kills when a call runs past its deadline.
 // A Host is safe for concurrent use.
 type Host struct {
 	cfg   Config
-	rt    wazero.Runtime
-	cache wazero.CompilationCache
-	// memory backs each instance's linear memory with a mapping reserved at
-	// its maximum size; nil where the platform has none.
-	memory experimental.MemoryAllocator
+	eng   *engine   // IsolationInProcess
+	procs *procHost // IsolationProcess
 }
 
 // Import module names a plugin may use (sdk/ABI.md section 1).
@@ -44,38 +46,26 @@ const (
 	importWASI = wasi_snapshot_preview1.ModuleName
 )
 
-// NewHost starts a wazero runtime with the host functions of the ABI.
+// NewHost starts a host under cfg: a wazero runtime with the host functions
+// of the ABI in this process, or, with IsolationProcess, the machinery that
+// starts worker processes (none is started before the first Load).
 func NewHost(ctx context.Context, cfg Config) (*Host, error) {
-	rc := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true).
-		WithMemoryLimitPages(cfg.limits.memoryPages())
-	h := &Host{cfg: cfg, memory: linmem.Allocator()}
-	if cfg.cacheDir != "" {
-		cache, err := wazero.NewCompilationCacheWithDir(cfg.cacheDir)
+	h := &Host{cfg: cfg}
+	switch iso := cfg.Isolation(); iso {
+	case IsolationInProcess:
+		eng, err := newEngine(ctx, cfg.limits, cfg.cacheDir, true)
 		if err != nil {
-			return nil, fmt.Errorf("compilation cache %s: %w", cfg.cacheDir, err)
+			return nil, err
 		}
-		h.cache = cache
-		rc = rc.WithCompilationCache(cache)
-	}
-	h.rt = wazero.NewRuntimeWithConfig(ctx, rc)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, h.rt); err != nil {
-		h.Close(ctx)
-		return nil, fmt.Errorf("wasi: %w", err)
-	}
-	_, err := h.rt.NewHostModuleBuilder(importHost).
-		NewFunctionBuilder().WithFunc(hostLog).WithParameterNames("level", "ptr", "len").Export("log").
-		Instantiate(ctx)
-	if err != nil {
-		h.Close(ctx)
-		return nil, fmt.Errorf("host module %s: %w", importHost, err)
-	}
-	_, err = h.rt.NewHostModuleBuilder(importEnv).
-		NewFunctionBuilder().WithFunc(hostAbort).WithParameterNames("msg", "file", "line", "col").Export("abort").
-		Instantiate(ctx)
-	if err != nil {
-		h.Close(ctx)
-		return nil, fmt.Errorf("host module %s: %w", importEnv, err)
+		h.eng = eng
+	case IsolationProcess:
+		procs, err := newProcHost(cfg)
+		if err != nil {
+			return nil, err
+		}
+		h.procs = procs
+	default:
+		return nil, fmt.Errorf("wasmruntime: unknown isolation %d", iso)
 	}
 	return h, nil
 }
@@ -83,15 +73,13 @@ func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 // Config returns the host's configuration.
 func (h *Host) Config() Config { return h.cfg }
 
-// Close releases the runtime and every plugin loaded through it.
+// Close releases the runtime and every plugin loaded through it. In process
+// isolation it stops every worker process and waits for each to exit.
 func (h *Host) Close(ctx context.Context) error {
-	err := h.rt.Close(ctx)
-	if h.cache != nil {
-		if cerr := h.cache.Close(ctx); err == nil {
-			err = cerr
-		}
+	if h.eng != nil {
+		return h.eng.close(ctx)
 	}
-	return err
+	return h.procs.close(ctx)
 }
 
 // LoadFile loads a plugin from a file; the plugin is named after the file.

@@ -55,17 +55,20 @@ func (r *Registry) LoadBuiltins(ctx context.Context, fsys fs.FS) error {
 	if len(names) == 0 {
 		return errors.New("built-in plugins: none found (build them with `make build`)")
 	}
-	loaded := make(map[string]*Assignor)
-	for _, name := range names {
+	plugins, err := loadAll(ctx, names, func(name string) (*Plugin, error) {
 		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
-			return fmt.Errorf("built-in plugin %s: %w", name, err)
+			return nil, fmt.Errorf("built-in plugin %s: %w", name, err)
 		}
-		p, err := r.host.Load(ctx, "builtin:"+strings.TrimSuffix(path.Base(name), ".wasm"), b)
-		if err != nil {
-			return err
-		}
+		return r.host.Load(ctx, "builtin:"+strings.TrimSuffix(path.Base(name), ".wasm"), b)
+	})
+	if err != nil {
+		return err
+	}
+	loaded := make(map[string]*Assignor)
+	for _, p := range plugins {
 		if err := collect(loaded, p, true); err != nil {
+			closeAll(ctx, plugins)
 			return err
 		}
 	}
@@ -85,21 +88,20 @@ func (r *Registry) LoadDir(ctx context.Context, dir string) error {
 	if err != nil {
 		return fmt.Errorf("plugin directory: %w", err)
 	}
-	loaded := make(map[string]*Assignor)
-	var plugins []*Plugin
+	var paths []string
 	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".wasm") {
-			continue
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".wasm") {
+			paths = append(paths, filepath.Join(dir, e.Name()))
 		}
-		p, err := r.host.LoadFile(ctx, filepath.Join(dir, e.Name()))
-		if err == nil {
-			err = collect(loaded, p, false)
-			plugins = append(plugins, p)
-		}
-		if err != nil {
-			for _, p := range plugins {
-				p.Close(ctx)
-			}
+	}
+	plugins, err := loadAll(ctx, paths, func(path string) (*Plugin, error) { return r.host.LoadFile(ctx, path) })
+	if err != nil {
+		return err
+	}
+	loaded := make(map[string]*Assignor)
+	for _, p := range plugins {
+		if err := collect(loaded, p, false); err != nil {
+			closeAll(ctx, plugins)
 			return err
 		}
 	}
@@ -119,6 +121,35 @@ func (r *Registry) LoadFile(ctx context.Context, path string) error {
 		return err
 	}
 	return r.install(ctx, loaded, []*Plugin{p})
+}
+
+// loadAll loads every named plugin concurrently: with process isolation each
+// load starts a worker, and starting them one after the other would add up
+// their start-up times. It returns the plugins in the order of names, or the
+// error of the first name that failed, after closing the others.
+func loadAll(ctx context.Context, names []string, load func(string) (*Plugin, error)) ([]*Plugin, error) {
+	plugins := make([]*Plugin, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { plugins[i], errs[i] = load(name) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			closeAll(ctx, plugins)
+			return nil, err
+		}
+	}
+	return plugins, nil
+}
+
+func closeAll(ctx context.Context, plugins []*Plugin) {
+	for _, p := range plugins {
+		if p != nil {
+			p.Close(ctx)
+		}
+	}
 }
 
 // install adds loaded assignors, or none of them when one would take the name

@@ -21,6 +21,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 )
 
 // usageError marks a problem with the command line or its input files, which
@@ -46,6 +48,7 @@ Run 'wasmassign <command> -h' for a command's flags.
 `
 
 func main() {
+	wasmruntime.RunWorkerIfRequested() // a plugin worker serves its parent here and never returns
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -11,11 +11,15 @@ import (
 	"testing"
 
 	"github.com/wasmassign/wasmassign/internal/testutil"
+	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 )
 
-// TestMain shares one compilation cache among the tests, so each command
-// loads the built-ins in milliseconds instead of compiling them again.
+// TestMain first serves as a plugin worker when a host of this test binary
+// started it. Otherwise it shares one compilation cache among the tests, so
+// each command loads the built-ins in milliseconds instead of compiling them
+// again.
 func TestMain(m *testing.M) {
+	wasmruntime.RunWorkerIfRequested()
 	os.Exit(testutil.RunWithTempDir(m, "WASMASSIGN_CACHE_DIR"))
 }
 

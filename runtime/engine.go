@@ -1,0 +1,374 @@
+package wasmruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/wasmassign/wasmassign/runtime/internal/linmem"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
+)
+
+// engine is one wazero runtime with the ABI's host modules: everything that
+// runs guest code. The in-process host uses one with deadline checks compiled
+// into every loop; a worker process uses one without them, and its parent
+// enforces the deadline by killing the process.
+type engine struct {
+	rt     wazero.Runtime
+	cache  wazero.CompilationCache
+	limits Limits
+	// checked says whether guest code checks the context at loop headers,
+	// so that a call's deadline stops it in-process.
+	checked bool
+	// memory backs each instance's linear memory with a mapping reserved at
+	// its maximum size; nil where the platform has none.
+	memory experimental.MemoryAllocator
+}
+
+// newEngine starts a runtime under limits, caching compiled code in
+// cacheDir when it is not empty.
+func newEngine(ctx context.Context, limits Limits, cacheDir string, checked bool) (*engine, error) {
+	rc := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(checked).
+		WithMemoryLimitPages(limits.memoryPages())
+	e := &engine{limits: limits, checked: checked, memory: linmem.Allocator()}
+	if cacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("compilation cache %s: %w", cacheDir, err)
+		}
+		e.cache = cache
+		rc = rc.WithCompilationCache(cache)
+	}
+	e.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
+		e.close(ctx)
+		return nil, fmt.Errorf("wasi: %w", err)
+	}
+	_, err := e.rt.NewHostModuleBuilder(importHost).
+		NewFunctionBuilder().WithFunc(hostLog).WithParameterNames("level", "ptr", "len").Export("log").
+		Instantiate(ctx)
+	if err != nil {
+		e.close(ctx)
+		return nil, fmt.Errorf("host module %s: %w", importHost, err)
+	}
+	_, err = e.rt.NewHostModuleBuilder(importEnv).
+		NewFunctionBuilder().WithFunc(hostAbort).WithParameterNames("msg", "file", "line", "col").Export("abort").
+		Instantiate(ctx)
+	if err != nil {
+		e.close(ctx)
+		return nil, fmt.Errorf("host module %s: %w", importEnv, err)
+	}
+	return e, nil
+}
+
+func (e *engine) close(ctx context.Context) error {
+	err := e.rt.Close(ctx)
+	if e.cache != nil {
+		if cerr := e.cache.Close(ctx); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// withDeadline bounds a guest call by the timeout when the engine's code can
+// be stopped by its context. Unchecked code ignores contexts, so there the
+// deadline belongs to the parent process.
+func (e *engine) withDeadline(ctx context.Context, cs *callState) (context.Context, context.CancelFunc) {
+	ctx = context.WithValue(ctx, callKey{}, cs)
+	if !e.checked {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, e.limits.timeout)
+}
+
+// engineModule is one compiled module, whose shape has been checked.
+type engineModule struct {
+	e        *engine
+	name     string
+	compiled wazero.CompiledModule
+	sink     *logSink
+	info     ModuleInfo
+}
+
+// instance is one instantiation of a plugin. It is used by one goroutine at a
+// time and discarded after any failure, since a trapped guest's state cannot
+// be trusted.
+type instance struct {
+	mod                             api.Module
+	alloc, free, assign, describeFn api.Function
+	io                              *instanceIO
+	buf                             []byte // reused request encoding
+}
+
+func (inst *instance) close(ctx context.Context) { inst.mod.Close(ctx) }
+
+// compile compiles a module and checks its exports and imports.
+func (e *engine) compile(ctx context.Context, name string, wasm []byte, sink *logSink) (*engineModule, error) {
+	start := time.Now()
+	compiled, err := e.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, &Error{Plugin: name, Kind: ErrNotWasm, Detail: "compile", Err: err}
+	}
+	m := &engineModule{e: e, name: name, compiled: compiled, sink: sink,
+		info: ModuleInfo{SizeBytes: len(wasm), CompileTime: time.Since(start)}}
+	if err := m.checkShape(); err != nil {
+		compiled.Close(ctx)
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *engineModule) close(ctx context.Context) error { return m.compiled.Close(ctx) }
+
+// checkShape checks exports and imports before anything runs.
+func (m *engineModule) checkShape() error {
+	exports := m.compiled.ExportedFunctions()
+	for name := range exports {
+		m.info.Exports = append(m.info.Exports, name)
+	}
+	for name := range m.compiled.ExportedMemories() {
+		m.info.Exports = append(m.info.Exports, name)
+	}
+	sort.Strings(m.info.Exports)
+	for _, f := range m.compiled.ImportedFunctions() {
+		mod, fn, _ := f.Import()
+		m.info.Imports = append(m.info.Imports, mod+"."+fn)
+	}
+	for _, mem := range m.compiled.ImportedMemories() {
+		mod, name, _ := mem.Import()
+		m.info.Imports = append(m.info.Imports, mod+"."+name)
+	}
+	if _, ok := m.compiled.ExportedMemories()["memory"]; !ok {
+		return &Error{Plugin: m.name, Kind: ErrABIMismatch, Detail: "the module exports no memory named \"memory\""}
+	}
+	for _, want := range requiredExports() {
+		f, ok := exports[want.name]
+		if !ok {
+			return &Error{Plugin: m.name, Kind: ErrABIMismatch, Detail: fmt.Sprintf("missing export %s", want.name)}
+		}
+		if !sameTypes(f.ParamTypes(), want.params) || !sameTypes(f.ResultTypes(), want.results) {
+			return &Error{Plugin: m.name, Kind: ErrABIMismatch, Detail: fmt.Sprintf("export %s has signature %s, want %s",
+				want.name, signature(f.ParamTypes(), f.ResultTypes()), signature(want.params, want.results))}
+		}
+	}
+	for _, f := range m.compiled.ImportedFunctions() {
+		mod, fn, _ := f.Import()
+		switch {
+		case mod == importWASI:
+		case mod == importHost && fn == "log":
+		case mod == importEnv && fn == "abort":
+		default:
+			return &Error{Plugin: m.name, Kind: ErrABIMismatch,
+				Detail: fmt.Sprintf("imports %s.%s, which the host does not provide", mod, fn)}
+		}
+	}
+	if len(m.compiled.ImportedMemories()) > 0 {
+		return &Error{Plugin: m.name, Kind: ErrABIMismatch, Detail: "the module imports a memory; it must define and export its own"}
+	}
+	return nil
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	return string(a) == string(b)
+}
+
+func signature(params, results []api.ValueType) string {
+	names := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return strings.Join(s, ", ")
+	}
+	return fmt.Sprintf("(%s) -> (%s)", names(params), names(results))
+}
+
+// instantiate starts a new instance under the call deadline, so that a start
+// section or _initialize that never returns is cut like any other call.
+func (m *engineModule) instantiate(ctx context.Context) (*instance, error) {
+	io := newInstanceIO()
+	cs := &callState{sink: m.sink}
+	io.begin(cs, 0)
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions(exportInit).
+		WithStdout(&io.stdout).
+		WithStderr(&io.stderr).
+		WithRandSource(&io.rand).
+		WithNanotime(io.nanotime, 1).
+		WithWalltime(io.walltime, 1)
+	if m.e.memory != nil {
+		ctx = experimental.WithMemoryAllocator(ctx, m.e.memory)
+	}
+	cctx, cancel := m.e.withDeadline(ctx, cs)
+	defer cancel()
+	mod, err := m.e.rt.InstantiateModule(cctx, m.compiled, cfg)
+	io.end()
+	if err != nil {
+		return nil, m.classify(cctx, "", nil, cs, fmt.Errorf("instantiate: %w", err))
+	}
+	return &instance{
+		mod:        mod,
+		alloc:      mod.ExportedFunction(exportAlloc),
+		free:       mod.ExportedFunction(exportFree),
+		assign:     mod.ExportedFunction(exportAssign),
+		describeFn: mod.ExportedFunction(exportDescribe),
+		io:         io,
+	}, nil
+}
+
+// describe reads the version and description from a fresh instance into
+// m.info, and returns the encoded description.
+func (m *engineModule) describe(ctx context.Context, inst *instance) ([]byte, error) {
+	cs := &callState{sink: m.sink}
+	inst.io.begin(cs, 0)
+	defer inst.io.end()
+	cctx, cancel := m.e.withDeadline(ctx, cs)
+	defer cancel()
+	res, err := inst.mod.ExportedFunction(exportVersion).Call(cctx)
+	if err != nil {
+		return nil, m.classify(cctx, "", inst, cs, fmt.Errorf("%s: %w", exportVersion, err))
+	}
+	m.info.ABIVersion = int32(res[0])
+	if m.info.ABIVersion != abi.Version {
+		return nil, &Error{Plugin: m.name, Kind: ErrABIMismatch,
+			Detail: fmt.Sprintf("the module speaks ABI version %d, this host speaks %d", m.info.ABIVersion, abi.Version)}
+	}
+	res, err = inst.describeFn.Call(cctx)
+	if err != nil {
+		return nil, m.classify(cctx, "", inst, cs, fmt.Errorf("%s: %w", exportDescribe, err))
+	}
+	b, err := readPacked(inst.mod.Memory(), res[0], m.e.limits.maxOutputBytes)
+	if err != nil {
+		return nil, &Error{Plugin: m.name, Kind: ErrABIMismatch, Detail: exportDescribe, Err: err}
+	}
+	d, err := parseDescription(b)
+	if err != nil {
+		return nil, describeError(m.name, err)
+	}
+	m.info.Assignors = d.Assignors
+	return append([]byte(nil), b...), nil
+}
+
+// descriptionError marks a description that decoded but breaks a rule, so
+// that its message reads "description: ..." as before.
+type descriptionError struct{ err error }
+
+func (e descriptionError) Error() string { return e.err.Error() }
+
+// parseDescription decodes and checks a description.
+func parseDescription(b []byte) (*abi.Description, error) {
+	d, err := abi.DecodeDescription(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDescription(d); err != nil {
+		return nil, descriptionError{err}
+	}
+	return d, nil
+}
+
+// describeError turns a parseDescription error into the load error.
+func describeError(name string, err error) *Error {
+	var de descriptionError
+	if errors.As(err, &de) {
+		return &Error{Plugin: name, Kind: ErrABIMismatch, Detail: "description: " + de.Error()}
+	}
+	return &Error{Plugin: name, Kind: ErrABIMismatch, Detail: exportDescribe, Err: err}
+}
+
+// call performs one assignment on inst: alloc, write, assign, read, free. It
+// hands use a view of the guest's response, valid only during use, and
+// returns the guest's memory size. A response that cannot be read (outside
+// memory, too large) is an ErrInvalidOutput *Error, returned after free.
+func (m *engineModule) call(ctx context.Context, inst *instance, cs *callState, req []byte, seed uint64, assignor string, use func([]byte)) (uint64, error) {
+	lim := m.e.limits
+	inst.io.begin(cs, seed)
+	defer inst.io.end()
+	cctx, cancel := m.e.withDeadline(ctx, cs)
+	defer cancel()
+
+	size := uint64(len(req))
+	res, err := inst.alloc.Call(cctx, size)
+	if err != nil {
+		return 0, m.classify(cctx, assignor, inst, cs, fmt.Errorf("%s: %w", exportAlloc, err))
+	}
+	ptr := uint32(res[0])
+	if ptr == 0 {
+		return 0, &Error{Plugin: m.name, Kind: ErrOutOfMemory, Detail: fmt.Sprintf("%s(%d) returned 0", exportAlloc, size)}
+	}
+	mem := inst.mod.Memory()
+	if !mem.Write(ptr, req) {
+		return 0, &Error{Plugin: m.name, Kind: ErrABIMismatch,
+			Detail: fmt.Sprintf("%s(%d) returned %#x, outside its memory", exportAlloc, size, ptr)}
+	}
+	res, err = inst.assign.Call(cctx, uint64(ptr), size)
+	if err != nil {
+		return 0, m.classify(cctx, assignor, inst, cs, fmt.Errorf("%s: %w", exportAssign, err))
+	}
+	memBytes := uint64(mem.Size())
+	out, readErr := readPacked(mem, res[0], lim.maxOutputBytes)
+	if readErr == nil {
+		use(out)
+	}
+	// The request buffer is freed whatever the guest answered: a guest that
+	// keeps one buffer would otherwise fail every later call.
+	if _, err := inst.free.Call(cctx, uint64(ptr), size); err != nil {
+		return memBytes, m.classify(cctx, assignor, inst, cs, fmt.Errorf("%s: %w", exportFree, err))
+	}
+	if readErr != nil {
+		rule := RuleMalformed
+		if int64(uint32(res[0])) > int64(lim.maxOutputBytes) {
+			rule = RuleOutputSize
+		}
+		return memBytes, &Error{Plugin: m.name, Kind: ErrInvalidOutput, Rule: rule, Err: readErr}
+	}
+	return memBytes, nil
+}
+
+// classify turns a wazero error into an *Error of the right kind.
+func (m *engineModule) classify(ctx context.Context, assignor string, inst *instance, cs *callState, err error) error {
+	lim := m.e.limits
+	e := &Error{Plugin: m.name, Assignor: assignor, Err: err}
+	var exit *sys.ExitError
+	switch {
+	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
+		e.Kind, e.Err = ErrTimeout, nil
+		e.Detail = fmt.Sprintf("stopped after %s", lim.timeout)
+	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
+		e.Kind, e.Err = ErrTimeout, context.Canceled
+		e.Detail = "canceled"
+	case strings.Contains(cs.lastWords(), "out of memory"):
+		e.Kind = ErrOutOfMemory
+	case inst != nil && !inst.mod.IsClosed() && uint64(inst.mod.Memory().Size())+2*65536 > uint64(lim.memoryPages())*65536:
+		e.Kind = ErrOutOfMemory
+		e.Detail = fmt.Sprintf("memory at the %d MiB limit", lim.memoryLimitMB)
+	case m.e.checked && ctx.Err() == context.DeadlineExceeded:
+		e.Kind, e.Err = ErrTimeout, nil
+		e.Detail = fmt.Sprintf("stopped after %s", lim.timeout)
+	default:
+		e.Kind = ErrTrap
+	}
+	if words := cs.lastWords(); words != "" && e.Kind != ErrTimeout {
+		e.Detail = strings.TrimPrefix(e.Detail+"; guest said: "+words, "; ")
+	}
+	return e
+}
+
+// keepsInstance says whether an instance may serve again after err: only
+// when the guest returned normally, with a bad or error response.
+func keepsInstance(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.Kind == ErrInvalidOutput || e.Kind == ErrAssignorFailed)
+}

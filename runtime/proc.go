@@ -1,0 +1,785 @@
+package wasmruntime
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/wasmassign/wasmassign/runtime/internal/shm"
+	"github.com/wasmassign/wasmassign/runtime/internal/wire"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
+)
+
+const (
+	// helloTimeout bounds a worker's start: exec, the Go runtime, and the
+	// hook in main. Without the hook there is no HELLO at all.
+	helloTimeout = 5 * time.Second
+	// shutdownGrace is how long an idle worker gets to exit after SHUTDOWN
+	// before it is killed.
+	shutdownGrace = time.Second
+	// punchHoleAbove is the region footprint past which a call's pages are
+	// given back: tmpfs keeps them resident otherwise.
+	punchHoleAbove = 32 << 20
+	// stderrTailLines is how many lines of a worker's own output an error
+	// about its death quotes.
+	stderrTailLines = 5
+	// refillAttempts and refillBackoff pace the spare workers started after a
+	// kill when starting one keeps failing.
+	refillAttempts = 5
+	refillBackoff  = 100 * time.Millisecond
+)
+
+// errMissingHook is what a worker command that never says HELLO gets.
+const errMissingHook = "plugin worker did not start: the binary must call wasmruntime.RunWorkerIfRequested first in main (and in TestMain for tests)"
+
+// procHost starts, tracks and stops the worker processes of a Host in
+// IsolationProcess mode.
+type procHost struct {
+	cfg      Config
+	command  string
+	cacheDir string
+	ownCache bool // cacheDir is a temporary directory of this host
+
+	ctx    context.Context // ends at close: stops spawns and refills
+	cancel context.CancelFunc
+	spawns chan spawnRequest
+	// stopSpawner ends the spawner thread, last thing in close: its exit
+	// sends every worker still alive its parent-death signal.
+	stopSpawner chan struct{}
+	bg          sync.WaitGroup // refill goroutines
+
+	mu      sync.Mutex
+	closed  bool
+	live    map[*workerProc]struct{}
+	runners map[*procRunner]struct{}
+}
+
+// spawnRequest asks the spawner thread to start a command.
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func newProcHost(cfg Config) (*procHost, error) {
+	if !processIsolationSupported {
+		return nil, fmt.Errorf("wasmruntime: IsolationProcess is not supported on %s; use IsolationInProcess", runtime.GOOS)
+	}
+	if inWorker() {
+		return nil, errors.New("wasmruntime: a plugin worker cannot start a Host with IsolationProcess: " +
+			"the binary must call wasmruntime.RunWorkerIfRequested first in main (and in TestMain for tests)")
+	}
+	ph := &procHost{cfg: cfg, command: cfg.workerCommand, cacheDir: cfg.cacheDir,
+		spawns: make(chan spawnRequest), stopSpawner: make(chan struct{}), live: make(map[*workerProc]struct{}), runners: make(map[*procRunner]struct{})}
+	if ph.command == "" {
+		exe, err := defaultWorkerCommand()
+		if err != nil {
+			return nil, fmt.Errorf("wasmruntime: worker command: %w", err)
+		}
+		ph.command = exe
+	}
+	if ph.cacheDir == "" {
+		// Workers share compiled code through a directory: the first one
+		// compiles, the rest load machine code in milliseconds.
+		dir, err := os.MkdirTemp("", "wasmassign-cache-")
+		if err != nil {
+			return nil, fmt.Errorf("wasmruntime: compilation cache: %w", err)
+		}
+		ph.cacheDir, ph.ownCache = dir, true
+	}
+	ph.ctx, ph.cancel = context.WithCancel(context.Background())
+	go ph.spawner()
+	return ph, nil
+}
+
+// spawner starts every worker from one locked OS thread. The kernel sends a
+// worker its parent-death signal when the thread that forked it exits, not
+// the process; a thread that lives as long as the host gives the signal the
+// meaning "the host is gone".
+func (ph *procHost) spawner() {
+	runtime.LockOSThread() // never unlocked: the thread ends with the host
+	for {
+		select {
+		case req := <-ph.spawns:
+			req.done <- req.cmd.Start()
+		case <-ph.stopSpawner:
+			return
+		}
+	}
+}
+
+// close stops every worker: idle ones are asked to exit and killed after a
+// grace period, busy ones are killed at once. It returns when all have been
+// reaped.
+func (ph *procHost) close(ctx context.Context) error {
+	ph.mu.Lock()
+	if ph.closed {
+		ph.mu.Unlock()
+		return nil
+	}
+	ph.closed = true
+	runners := make([]*procRunner, 0, len(ph.runners))
+	for r := range ph.runners {
+		runners = append(runners, r)
+	}
+	ph.mu.Unlock()
+	ph.cancel()
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Go(func() { r.close(ctx) })
+	}
+	wg.Wait()
+	ph.bg.Wait()
+	ph.mu.Lock()
+	busy := make([]*workerProc, 0, len(ph.live))
+	for w := range ph.live {
+		busy = append(busy, w)
+	}
+	ph.mu.Unlock()
+	for _, w := range busy {
+		w.kill() // its caller releases its files when the call returns
+		<-w.exited
+	}
+	close(ph.stopSpawner)
+	if ph.ownCache {
+		return os.RemoveAll(ph.cacheDir)
+	}
+	return nil
+}
+
+func (ph *procHost) isClosed() bool {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	return ph.closed
+}
+
+// workerProc is the parent's handle on one worker process. One goroutine
+// uses it at a time; close may kill it from another.
+type workerProc struct {
+	ph     *procHost
+	cmd    *exec.Cmd
+	pid    int
+	toW    *os.File
+	fromW  *os.File
+	rd     *bufio.Reader
+	region *shm.Region
+	buf    []byte
+
+	exited     chan struct{} // closed once the process has been reaped
+	status     string        // how it ended; set before exited closes
+	stderrDone chan struct{}
+	tail       lineTail
+	killOnce   sync.Once
+
+	mu  sync.Mutex
+	gen uint64 // read session, so a stale cancellation cannot cut a later one
+}
+
+// spawn starts a worker and waits for its HELLO.
+func (ph *procHost) spawn(ctx context.Context, sink *logSink, regionSize, reserve int64) (*workerProc, error) {
+	region, err := shm.Create("wasmassign-plugin", regionSize, reserve)
+	if err != nil {
+		return nil, fmt.Errorf("plugin worker: %w", err)
+	}
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File) {
+		if err != nil {
+			return nil, nil
+		}
+		r, w, err = os.Pipe()
+		files = append(files, r, w)
+		return r, w
+	}
+	p2wR, p2wW := pipe()
+	w2pR, w2pW := pipe()
+	errR, errW := pipe()
+	if err != nil {
+		closeAll()
+		region.Close()
+		return nil, fmt.Errorf("plugin worker: %w", err)
+	}
+	cmd := &exec.Cmd{
+		Path:        ph.command,
+		Args:        []string{ph.command},
+		Env:         []string{workerEnv + "=" + strconv.Itoa(wire.Version)},
+		ExtraFiles:  []*os.File{p2wR, w2pW, region.File()},
+		Stdout:      errW,
+		Stderr:      errW,
+		SysProcAttr: workerSysProcAttr(),
+	}
+	req := spawnRequest{cmd: cmd, done: make(chan error, 1)}
+	select {
+	case ph.spawns <- req:
+		err = <-req.done
+	case <-ph.ctx.Done():
+		err = ErrClosed
+	}
+	p2wR.Close()
+	w2pW.Close()
+	errW.Close()
+	if err != nil {
+		p2wW.Close()
+		w2pR.Close()
+		errR.Close()
+		region.Close()
+		return nil, fmt.Errorf("plugin worker %s: %w", ph.command, err)
+	}
+	w := &workerProc{ph: ph, cmd: cmd, pid: cmd.Process.Pid, toW: p2wW, fromW: w2pR,
+		rd: bufio.NewReaderSize(w2pR, 64<<10), region: region,
+		exited: make(chan struct{}), stderrDone: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		if cmd.ProcessState != nil {
+			w.status = cmd.ProcessState.String()
+		} else {
+			w.status = err.Error()
+		}
+		close(w.exited)
+	}()
+	go w.readOutput(errR, sink)
+	ph.mu.Lock()
+	closed := ph.closed
+	ph.live[w] = struct{}{}
+	ph.mu.Unlock()
+	if closed {
+		w.close()
+		return nil, ErrClosed
+	}
+
+	stop := w.watch(ctx, time.Now().Add(helloTimeout))
+	t, body, err := w.recv()
+	stop()
+	if err == nil && t != wire.TypeHello {
+		err = fmt.Errorf("first frame has type %d", t)
+	}
+	var hello wire.Hello
+	if err == nil {
+		hello, err = wire.DecodeHello(body)
+	}
+	if err == nil && (hello.Magic != wire.Magic || hello.Version != wire.Version) {
+		err = fmt.Errorf("HELLO %q version %d, want %q version %d", hello.Magic, hello.Version, wire.Magic, wire.Version)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			w.close()
+			return nil, ctx.Err()
+		}
+		detail := w.death(err)
+		w.close()
+		return nil, fmt.Errorf("%s (%s %s)", errMissingHook, ph.command, detail)
+	}
+	return w, nil
+}
+
+// readOutput logs what the worker process itself writes (a Go panic, a
+// wazero bug), attributed to the plugin and under its rate limit, and keeps
+// the last lines for the error about the worker's death.
+func (w *workerProc) readOutput(r *os.File, sink *logSink) {
+	defer close(w.stderrDone)
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) > maxLineBytes {
+			line = line[:maxLineBytes] + "…(truncated)"
+		}
+		w.tail.add(line)
+		if sink.take() {
+			sink.logger.Error("plugin worker: "+line, "pid", w.pid)
+		}
+	}
+	io.Copy(io.Discard, r) // a line over the scanner's cap: drain the rest
+}
+
+// watch arms the read side for one exchange: reads fail once deadline
+// passes (zero: never) or ctx ends. The returned function disarms it.
+func (w *workerProc) watch(ctx context.Context, deadline time.Time) func() {
+	w.mu.Lock()
+	w.gen++
+	gen := w.gen
+	w.mu.Unlock()
+	w.fromW.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.gen == gen {
+			w.fromW.SetReadDeadline(time.Unix(1, 0))
+		}
+	})
+	return func() {
+		stop()
+		w.mu.Lock()
+		w.gen++
+		w.mu.Unlock()
+	}
+}
+
+// recv reads one frame from the worker.
+func (w *workerProc) recv() (wire.Type, []byte, error) {
+	t, body, err := wire.ReadFrame(w.rd, w.buf)
+	if err == nil {
+		w.buf = body[:0]
+	}
+	return t, body, err
+}
+
+func (w *workerProc) send(t wire.Type, body []byte) error {
+	return wire.WriteFrame(w.toW, t, body)
+}
+
+// kill stops the process now; it is reaped by its wait goroutine.
+func (w *workerProc) kill() {
+	w.killOnce.Do(func() { w.cmd.Process.Kill() })
+}
+
+// death waits for a worker whose pipe failed to be reaped and describes
+// how it ended, with the last lines it wrote.
+func (w *workerProc) death(err error) string {
+	select {
+	case <-w.exited:
+	case <-time.After(time.Second):
+		w.kill() // the pipe broke but the process lives on: make it end
+		<-w.exited
+	}
+	select {
+	case <-w.stderrDone:
+	case <-time.After(200 * time.Millisecond):
+	}
+	msg := w.status
+	if msg == "" {
+		msg = err.Error()
+	}
+	if tail := w.tail.String(); tail != "" {
+		msg += "; stderr: " + tail
+	}
+	return msg
+}
+
+// close asks the worker to exit, kills it after the grace period, reaps it
+// and releases its pipes and region. Only the goroutine that holds the
+// worker may call it.
+func (w *workerProc) close() {
+	select {
+	case <-w.exited:
+	default:
+		if w.send(wire.TypeShutdown, nil) != nil {
+			w.kill()
+		}
+		select {
+		case <-w.exited:
+		case <-time.After(shutdownGrace):
+			w.kill()
+			<-w.exited
+		}
+	}
+	w.toW.Close()
+	w.fromW.Close()
+	w.region.Close()
+	w.ph.mu.Lock()
+	delete(w.ph.live, w)
+	w.ph.mu.Unlock()
+}
+
+// lineTail keeps the last few lines a worker wrote.
+type lineTail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (t *lineTail) add(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == stderrTailLines {
+		copy(t.lines, t.lines[1:])
+		t.lines = t.lines[:stderrTailLines-1]
+	}
+	t.lines = append(t.lines, line)
+}
+
+func (t *lineTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.lines, " | ")
+}
+
+// procRunner runs a plugin's instances in worker processes: a pool of
+// loaded workers, refilled in the background after a kill.
+type procRunner struct {
+	ph      *procHost
+	name    string
+	wasm    []byte
+	sink    *logSink
+	reserve int64
+	pool    chan *workerProc
+	closed  *atomic.Bool
+
+	refilling atomic.Bool
+}
+
+// load starts the plugin's first worker, which compiles the module (filling
+// the cache for the next ones) and describes it.
+func (ph *procHost) load(ctx context.Context, p *Plugin, wasm []byte) (runner, ModuleInfo, error) {
+	lim := ph.cfg.limits
+	r := &procRunner{ph: ph, name: p.name, wasm: bytes.Clone(wasm), sink: p.sink, closed: &p.closed,
+		pool:    make(chan *workerProc, max(ph.cfg.poolSize, 1)),
+		reserve: shm.AlignUp(int64(max(lim.maxModuleBytes, 1<<30))) + shm.AlignUp(int64(lim.maxOutputBytes))}
+	ph.mu.Lock()
+	if ph.closed {
+		ph.mu.Unlock()
+		return nil, ModuleInfo{}, &Error{Plugin: p.name, Kind: ErrClosed}
+	}
+	ph.runners[r] = struct{}{}
+	ph.mu.Unlock()
+	w, loaded, err := r.spawnLoaded(ctx)
+	var info ModuleInfo
+	if err == nil {
+		info, err = r.moduleInfo(loaded)
+		if err != nil {
+			w.close()
+		}
+	}
+	if err != nil {
+		ph.mu.Lock()
+		delete(ph.runners, r)
+		ph.mu.Unlock()
+		return nil, ModuleInfo{}, err
+	}
+	r.release(w)
+	return r, info, nil
+}
+
+// moduleInfo checks what a worker said about the module: the parent trusts
+// no worker output it has not checked.
+func (r *procRunner) moduleInfo(l wire.Loaded) (ModuleInfo, error) {
+	if l.ABIVersion != abi.Version {
+		return ModuleInfo{}, r.protocolError(fmt.Errorf("LOADED with ABI version %d", l.ABIVersion))
+	}
+	d, err := parseDescription(l.Description)
+	if err != nil {
+		return ModuleInfo{}, describeError(r.name, err)
+	}
+	return ModuleInfo{
+		ABIVersion:  l.ABIVersion,
+		Assignors:   d.Assignors,
+		Imports:     l.Imports,
+		Exports:     l.Exports,
+		SizeBytes:   len(r.wasm),
+		CompileTime: time.Duration(max(l.CompileNanos, 0)),
+	}, nil
+}
+
+func (r *procRunner) protocolError(err error) *Error {
+	return &Error{Plugin: r.name, Kind: ErrTrap, Detail: "plugin worker protocol error", Err: err}
+}
+
+// spawnLoaded starts a worker and loads the module into it. Compiling has
+// no deadline (it is the host's code, and finite); the start-up code of the
+// guest and its description get the call timeout, as in-process.
+func (r *procRunner) spawnLoaded(ctx context.Context) (*workerProc, wire.Loaded, error) {
+	lim := r.ph.cfg.limits
+	size := shm.AlignUp(int64(max(len(r.wasm), 1)))
+	w, err := r.ph.spawn(ctx, r.sink, size, r.reserve)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, wire.Loaded{}, err
+		}
+		if errors.Is(err, ErrClosed) {
+			return nil, wire.Loaded{}, &Error{Plugin: r.name, Kind: ErrClosed}
+		}
+		if ctx.Err() != nil {
+			return nil, wire.Loaded{}, r.deadlineError(ctx)
+		}
+		return nil, wire.Loaded{}, &Error{Plugin: r.name, Kind: ErrTrap, Detail: err.Error()}
+	}
+	copy(w.region.Bytes(), r.wasm)
+	load := wire.Load{
+		Name:            r.name,
+		MemoryLimitMB:   uint64(lim.memoryLimitMB),
+		MaxOutputBytes:  uint64(lim.maxOutputBytes),
+		LogBytesPerCall: uint64(lim.logBytesPerCall),
+		MinLogLevel:     int64(r.sink.minEnabledLevel()),
+		CacheDir:        r.ph.cacheDir,
+		WasmLen:         uint64(len(r.wasm)),
+		RegionSize:      uint64(size),
+		RegionReserve:   uint64(r.reserve),
+	}
+	if err := w.send(wire.TypeLoad, load.Encode()); err != nil {
+		return nil, wire.Loaded{}, r.fail(ctx, w, err)
+	}
+	cs := &callState{sink: r.sink}
+	defer cs.finish()
+	stop := w.watch(ctx, time.Time{})
+	defer stop()
+	for {
+		t, body, err := w.recv()
+		if err != nil {
+			return nil, wire.Loaded{}, r.fail(ctx, w, err)
+		}
+		switch t {
+		case wire.TypeLog:
+			if err := noteLog(cs, body); err != nil {
+				return nil, wire.Loaded{}, r.fail(ctx, w, err)
+			}
+		case wire.TypeCompiled:
+			// A stale cancellation cannot be lost here: the session of
+			// watch is still current, and ctx is checked again.
+			w.fromW.SetReadDeadline(time.Now().Add(lim.timeout))
+			if ctx.Err() != nil {
+				w.fromW.SetReadDeadline(time.Unix(1, 0))
+			}
+		case wire.TypeLoaded:
+			loaded, err := wire.DecodeLoaded(body)
+			if err != nil {
+				return nil, wire.Loaded{}, r.fail(ctx, w, err)
+			}
+			w.region.PunchHole(0, size) // the module's bytes are not needed again
+			return w, loaded, nil
+		case wire.TypeFailed:
+			f, err := wire.DecodeFailure(body)
+			if err != nil {
+				return nil, wire.Loaded{}, r.fail(ctx, w, err)
+			}
+			w.close()
+			return nil, wire.Loaded{}, errorOf(r.name, f)
+		default:
+			return nil, wire.Loaded{}, r.fail(ctx, w, fmt.Errorf("unexpected frame type %d while loading", t))
+		}
+	}
+}
+
+// noteLog feeds a LOG frame into the call's log state.
+func noteLog(cs *callState, body []byte) error {
+	l, err := wire.DecodeLog(body)
+	if err != nil {
+		return err
+	}
+	level := slog.Level(max(min(l.Level, 1<<20), -1<<20))
+	cs.note(level, l.Line)
+	return nil
+}
+
+// fail ends a worker whose exchange broke and says why: the deadline or
+// ctx, a death, or output that breaks the protocol.
+func (r *procRunner) fail(ctx context.Context, w *workerProc, err error) error {
+	var e *Error
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.kill()
+		if ctx.Err() != nil {
+			e = r.deadlineError(ctx)
+		} else {
+			e = &Error{Plugin: r.name, Kind: ErrTimeout, Detail: fmt.Sprintf("stopped after %s", r.ph.cfg.limits.timeout)}
+		}
+	case r.ph.isClosed():
+		w.kill()
+		e = &Error{Plugin: r.name, Kind: ErrClosed}
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrClosed) || isPipeError(err):
+		e = &Error{Plugin: r.name, Kind: ErrTrap, Detail: "plugin worker exited: " + w.death(err)}
+	default:
+		w.kill()
+		e = r.protocolError(err)
+	}
+	<-w.exited
+	w.close()
+	return e
+}
+
+func isPipeError(err error) bool { return errors.Is(err, syscall.EPIPE) }
+
+// deadlineError is the error of a call whose ctx ended, worded as
+// in-process: a deadline names the host's timeout.
+func (r *procRunner) deadlineError(ctx context.Context) *Error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return &Error{Plugin: r.name, Kind: ErrTimeout, Detail: "canceled", Err: context.Canceled}
+	}
+	return &Error{Plugin: r.name, Kind: ErrTimeout, Detail: fmt.Sprintf("stopped after %s", r.ph.cfg.limits.timeout)}
+}
+
+func (r *procRunner) acquire(ctx context.Context) (*workerProc, error) {
+	for {
+		select {
+		case w := <-r.pool:
+			select {
+			case <-w.exited:
+				// It died while idle (the OOM killer, an operator): not
+				// this call's fault, so the call gets another worker.
+				w.close()
+				continue
+			default:
+				return w, nil
+			}
+		default:
+			w, _, err := r.spawnLoaded(ctx)
+			return w, err
+		}
+	}
+}
+
+func (r *procRunner) release(w *workerProc) {
+	if r.closed.Load() || r.ph.isClosed() {
+		w.close()
+		return
+	}
+	select {
+	case r.pool <- w:
+	default:
+		w.close()
+	}
+}
+
+// refill starts one spare worker in the background after a kill, so that the
+// next call does not pay for the start. One refill runs per plugin at a
+// time; repeated failures back off and then give up, leaving the start to
+// the next call.
+func (r *procRunner) refill() {
+	if !r.refilling.CompareAndSwap(false, true) {
+		return
+	}
+	r.ph.mu.Lock()
+	if r.ph.closed {
+		r.ph.mu.Unlock()
+		r.refilling.Store(false)
+		return
+	}
+	r.ph.bg.Add(1)
+	r.ph.mu.Unlock()
+	go func() {
+		defer r.ph.bg.Done()
+		defer r.refilling.Store(false)
+		backoff := refillBackoff
+		for range refillAttempts {
+			if r.closed.Load() || len(r.pool) == cap(r.pool) {
+				return
+			}
+			w, _, err := r.spawnLoaded(r.ph.ctx)
+			if err == nil {
+				r.release(w)
+				return
+			}
+			if r.ph.ctx.Err() != nil {
+				return // the host is closing
+			}
+			r.sink.logger.Warn("plugin worker: starting a spare failed", "err", err)
+			select {
+			case <-time.After(backoff):
+				backoff *= 2
+			case <-r.ph.ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+func (r *procRunner) close(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for {
+		select {
+		case w := <-r.pool:
+			wg.Go(w.close)
+		default:
+			wg.Wait()
+			r.ph.mu.Lock()
+			delete(r.ph.runners, r)
+			r.ph.mu.Unlock()
+			return nil
+		}
+	}
+}
+
+func (r *procRunner) call(ctx context.Context, req *abi.Request) (*abi.Response, uint64, error) {
+	if ctx.Err() != nil {
+		return nil, 0, r.deadlineError(ctx)
+	}
+	w, err := r.acquire(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, mem, healthy, err := r.assign(ctx, w, req)
+	if healthy {
+		r.release(w)
+	} else {
+		r.refill()
+	}
+	return resp, mem, err
+}
+
+// assign runs one call on w. healthy is false when w was killed or died
+// and has been released.
+func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request) (resp *abi.Response, mem uint64, healthy bool, err error) {
+	lim := r.ph.cfg.limits
+	maxOut := int64(lim.maxOutputBytes)
+	buf := w.region.Bytes()
+	enc := abi.AppendRequest(buf[:0], req)
+	if len(enc) > 0 && (len(buf) == 0 || &enc[0] != &buf[0]) {
+		// The encoding outgrew the region and went to the heap.
+		if err := w.region.Grow(shm.AlignUp(int64(len(enc))) + maxOut); err != nil {
+			return nil, 0, false, r.fail(ctx, w, err)
+		}
+		copy(w.region.Bytes(), enc)
+	}
+	respOff := shm.AlignUp(int64(len(enc)))
+	if err := w.region.Grow(respOff + maxOut); err != nil {
+		return nil, 0, false, r.fail(ctx, w, err)
+	}
+	cs := &callState{sink: r.sink}
+	defer cs.finish()
+	stop := w.watch(ctx, time.Now().Add(lim.timeout))
+	defer stop()
+	a := wire.Assign{Seed: req.Seed, RequestLen: uint64(len(enc)), ResponseOffset: uint64(respOff), RegionSize: uint64(w.region.Size())}
+	if err := w.send(wire.TypeAssign, a.Encode()); err != nil {
+		return nil, 0, false, r.fail(ctx, w, err)
+	}
+	var res wire.Result
+	for {
+		t, body, err := w.recv()
+		if err == nil && t == wire.TypeLog {
+			err = noteLog(cs, body)
+			if err == nil {
+				continue
+			}
+		}
+		if err == nil && t != wire.TypeResult {
+			err = fmt.Errorf("unexpected frame type %d during a call", t)
+		}
+		if err == nil {
+			res, err = wire.DecodeResult(body)
+		}
+		if err != nil {
+			return nil, 0, false, r.fail(ctx, w, err)
+		}
+		break
+	}
+	cs.dropped += int(min(res.Dropped, 1<<30))
+	mem = min(res.MemoryBytes, 1<<32) // a metric only; capped at wasm32's reach
+	if res.Failure.Kind != wire.KindOK {
+		return nil, mem, true, errorOf(r.name, res.Failure)
+	}
+	end := uint64(respOff) + res.ResponseLen
+	if res.ResponseLen == 0 || res.ResponseLen > uint64(maxOut) || end > uint64(w.region.Size()) {
+		return nil, 0, false, r.fail(ctx, w, fmt.Errorf("response of %d bytes at %d, region %d, cap %d", res.ResponseLen, respOff, w.region.Size(), maxOut))
+	}
+	resp, err = decodeOutput(r.name, w.region.Bytes()[respOff:end])
+	if end > punchHoleAbove {
+		w.region.PunchHole(0, shm.AlignUp(int64(end)))
+	}
+	return resp, mem, true, err
+}
