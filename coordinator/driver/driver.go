@@ -1,0 +1,351 @@
+// Package driver runs a coordinator.Coordinator for real: one goroutine owns
+// the state machine and feeds it requests, the clock and assignment results;
+// plugin calls and upstream forwards run on goroutines of their own, so a
+// slow rebalance never delays a heartbeat or another group.
+//
+// Callers see a blocking API: Handle returns a request's response when the
+// coordinator produces it, which for JoinGroup and SyncGroup may be seconds
+// later. The driver reaches plugins through [Assigner] and the upstream
+// cluster through [Upstream]; it imports neither the runtime nor the proxy,
+// so it can be tested with fakes and wired by the daemon.
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/coordinator"
+	"github.com/wasmassign/wasmassign/metrics"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
+)
+
+// ErrClosed is returned by calls on a closed driver.
+var ErrClosed = errors.New("group coordinator closed")
+
+// Assigner runs an assignor by name. The daemon implements it over the
+// runtime's registry, whose errors carry a Reason() label.
+type Assigner interface {
+	Assign(ctx context.Context, assignor string, req *abi.Request) (*abi.Response, error)
+}
+
+// Upstream sends a request the coordinator has checked (an offset commit
+// rewritten to generation -1, a group deletion) to the upstream cluster's
+// group coordinator and returns its answer.
+type Upstream interface {
+	Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// Config configures a Driver. Assigner and Upstream are required.
+type Config struct {
+	Coordinator coordinator.Config
+	Assigner    Assigner
+	Upstream    Upstream
+	// PluginTimeout bounds one assignor call, on top of the runtime's own
+	// limit; default 10s.
+	PluginTimeout time.Duration
+	// ForwardTimeout bounds one upstream forward; default 30s.
+	ForwardTimeout time.Duration
+	// IDSeed makes generated member ids unique across restarts.
+	IDSeed uint64
+	// Restore, when set, is loaded at start (state saved by Persist).
+	Restore []coordinator.GroupState
+	// Persist, when set, is called with every group's state each time a
+	// group becomes Stable, from the driver's goroutine: it must be quick
+	// (write a file, not call the network).
+	Persist func([]coordinator.GroupState)
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
+	// Now is the clock; nil means time.Now. Tests pass a fake.
+	Now func() time.Time
+}
+
+// Driver runs one Coordinator.
+type Driver struct {
+	cfg    Config
+	log    *slog.Logger
+	now    func() time.Time
+	coord  *coordinator.Coordinator
+	calls  chan func()
+	closed chan struct{}
+	done   chan struct{}
+	bg     sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Owned by the loop goroutine.
+	nextID   coordinator.RequestID
+	waiting  map[coordinator.RequestID]chan result
+	timer    *time.Timer
+	deadline time.Time
+	started  map[string]time.Time // rebalance start per group
+	assignor map[string]string    // assignor of each group's latest job
+}
+
+type result struct {
+	resp kmsg.Response
+	err  error
+}
+
+// Start creates the coordinator, restores saved state and starts the loop.
+func Start(cfg Config) (*Driver, error) {
+	if cfg.Assigner == nil || cfg.Upstream == nil {
+		return nil, errors.New("driver: Assigner and Upstream are required")
+	}
+	if cfg.PluginTimeout <= 0 {
+		cfg.PluginTimeout = 10 * time.Second
+	}
+	if cfg.ForwardTimeout <= 0 {
+		cfg.ForwardTimeout = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	coord, err := coordinator.New(cfg.Coordinator, cfg.IDSeed)
+	if err != nil {
+		return nil, fmt.Errorf("group coordinator: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Driver{
+		cfg: cfg, log: log, now: cfg.Now, coord: coord,
+		calls:  make(chan func()),
+		closed: make(chan struct{}),
+		done:   make(chan struct{}),
+		ctx:    ctx, cancel: cancel,
+		waiting:  make(map[coordinator.RequestID]chan result),
+		timer:    time.NewTimer(time.Hour),
+		started:  make(map[string]time.Time),
+		assignor: make(map[string]string),
+	}
+	d.timer.Stop()
+	if len(cfg.Restore) > 0 {
+		out, err := coord.Restore(d.now(), cfg.Restore)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("group coordinator: restoring saved state: %w", err)
+		}
+		d.apply(out)
+	}
+	go d.loop()
+	return d, nil
+}
+
+// loop owns the coordinator: every call into it runs here, in order.
+func (d *Driver) loop() {
+	defer close(d.done)
+	for {
+		select {
+		case fn := <-d.calls:
+			fn()
+		case <-d.timer.C:
+			d.deadline = time.Time{}
+			d.apply(d.coord.Tick(d.now()))
+		case <-d.closed:
+			d.timer.Stop()
+			for id, ch := range d.waiting {
+				ch <- result{err: ErrClosed}
+				delete(d.waiting, id)
+			}
+			return
+		}
+	}
+}
+
+// do runs fn on the loop and waits for it.
+func (d *Driver) do(fn func()) error {
+	finished := make(chan struct{})
+	select {
+	case d.calls <- func() { fn(); close(finished) }:
+	case <-d.closed:
+		return ErrClosed
+	}
+	<-finished
+	return nil
+}
+
+// Handle passes one request of a managed group to the coordinator and waits
+// for its response. When ctx ends first (the client disconnected), Handle
+// returns ctx's error and the response, when it comes, is dropped, as a
+// broker drops it.
+func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg.Request) (kmsg.Response, error) {
+	ch := make(chan result, 1)
+	var id coordinator.RequestID
+	err := d.do(func() {
+		d.nextID++
+		id = d.nextID
+		d.waiting[id] = ch
+		d.apply(d.coord.Handle(d.now(), id, client, req))
+	})
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r.resp, r.err
+	case <-ctx.Done():
+		d.do(func() { delete(d.waiting, id) })
+		return nil, ctx.Err()
+	}
+}
+
+// SetMetadata replaces the cluster metadata the coordinator assigns from.
+func (d *Driver) SetMetadata(md *coordinator.Metadata) error {
+	return d.do(func() { d.apply(d.coord.SetMetadata(d.now(), md)) })
+}
+
+// SubscribedTopics returns the topics whose metadata the caller must keep
+// current.
+func (d *Driver) SubscribedTopics() []string {
+	var topics []string
+	d.do(func() { topics = d.coord.SubscribedTopics() })
+	return topics
+}
+
+// Export returns every group's state.
+func (d *Driver) Export() []coordinator.GroupState {
+	var states []coordinator.GroupState
+	d.do(func() { states = d.coord.Export() })
+	return states
+}
+
+// Close stops the loop, answers waiting requests with ErrClosed, and waits
+// for running plugin calls and forwards to notice.
+func (d *Driver) Close() {
+	select {
+	case <-d.closed:
+		return
+	default:
+	}
+	close(d.closed)
+	<-d.done
+	d.cancel()
+	d.bg.Wait()
+}
+
+// apply acts on one Output. It runs on the loop.
+func (d *Driver) apply(out coordinator.Output) {
+	for _, r := range out.Replies {
+		d.reply(r.ID, result{resp: r.Response})
+	}
+	for _, f := range out.Forwards {
+		d.forward(f)
+	}
+	for _, j := range out.Jobs {
+		d.run(j)
+	}
+	for _, e := range out.Events {
+		d.observe(e)
+	}
+	d.arm(out.NextDeadline)
+}
+
+func (d *Driver) reply(id coordinator.RequestID, r result) {
+	if ch, ok := d.waiting[id]; ok {
+		ch <- r
+		delete(d.waiting, id)
+	}
+}
+
+// arm sets the timer for the coordinator's next deadline. Every Output
+// carries the current earliest deadline, so the latest one wins.
+func (d *Driver) arm(at time.Time) {
+	if at.Equal(d.deadline) {
+		return
+	}
+	d.deadline = at
+	d.timer.Stop()
+	if at.IsZero() {
+		return
+	}
+	d.timer.Reset(max(at.Sub(d.now()), 0))
+}
+
+// forward sends a checked request upstream off the loop and answers the
+// client with the merged response.
+func (d *Driver) forward(f coordinator.Forward) {
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		ctx, cancel := context.WithTimeout(d.ctx, d.cfg.ForwardTimeout)
+		defer cancel()
+		resp, err := d.cfg.Upstream.Forward(ctx, f.Request)
+		r := result{err: err}
+		if err == nil {
+			r.resp = f.Complete(resp)
+		} else {
+			err = fmt.Errorf("forwarding %s upstream: %w", kmsg.NameForKey(f.Request.Key()), err)
+			r.err = err
+			if d.cfg.Metrics != nil {
+				d.cfg.Metrics.UpstreamError("forward")
+			}
+			d.log.Warn("upstream forward failed", "api", kmsg.NameForKey(f.Request.Key()), "err", err)
+		}
+		d.do(func() { d.reply(f.ID, r) })
+	}()
+}
+
+// reasoned is implemented by the runtime's errors.
+type reasoned interface{ Reason() string }
+
+// run calls the assignor off the loop and feeds the answer back.
+func (d *Driver) run(j coordinator.Job) {
+	if prev := d.assignor[j.Group]; j.Attempt > 0 && d.cfg.Metrics != nil {
+		d.cfg.Metrics.Fallback(prev, j.Assignor)
+	}
+	d.assignor[j.Group] = j.Assignor
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		ctx, cancel := context.WithTimeout(d.ctx, d.cfg.PluginTimeout)
+		defer cancel()
+		start := time.Now()
+		resp, err := d.cfg.Assigner.Assign(ctx, j.Assignor, j.Request)
+		if d.cfg.Metrics != nil {
+			reason := ""
+			if err != nil {
+				reason = "error"
+				var r reasoned
+				if errors.As(err, &r) {
+					reason = r.Reason()
+				}
+			}
+			d.cfg.Metrics.PluginCall(j.Assignor, time.Since(start), reason)
+		}
+		if err != nil {
+			d.log.Warn("assignor failed", "group", j.Group, "generation", j.Generation, "assignor", j.Assignor, "attempt", j.Attempt, "err", err)
+		}
+		d.do(func() { d.apply(d.coord.AssignmentDone(d.now(), j.ID, resp, err)) })
+	}()
+}
+
+// observe turns coordinator events into logs, metrics and persistence.
+func (d *Driver) observe(e coordinator.Event) {
+	switch e.Kind {
+	case coordinator.EventRebalanceStarted:
+		if _, ok := d.started[e.Group]; !ok {
+			d.started[e.Group] = d.now()
+		}
+		d.log.Info("rebalance started", "group", e.Group, "generation", e.Generation, "reason", e.Detail)
+	case coordinator.EventAssignmentCompleted:
+		began, ok := d.started[e.Group]
+		delete(d.started, e.Group)
+		dur := time.Duration(0)
+		if ok {
+			dur = d.now().Sub(began)
+		}
+		d.log.Info("rebalance", "group", e.Group, "generation", e.Generation, "assignor", d.assignor[e.Group],
+			"duration", dur, "withheld", e.N)
+	case coordinator.EventStateChanged:
+		if e.State == coordinator.Stable && d.cfg.Persist != nil {
+			d.cfg.Persist(d.coord.Export())
+		}
+	}
+}
