@@ -44,6 +44,11 @@ type Options struct {
 	Rebalance abi.RebalanceProtocol
 	// Native is the kgo side.
 	Native kgo.GroupBalancer
+	// Plugin, when set, is the same assignor's Go package run natively: a
+	// third side with the wasm side's whole pipeline (decode metadata,
+	// assign, withhold, encode) but no sandbox, so that wasm/plugin is the
+	// sandbox's own cost.
+	Plugin func(*abi.Request) (*abi.Response, error)
 	// Runs is how many times each side runs each phase.
 	Runs int
 }
@@ -66,17 +71,32 @@ type Result struct {
 	Moved int `json:"moved"`
 	// NativeMoved is Moved for the kgo side.
 	NativeMoved int `json:"native_moved"`
+	// PluginMS is the median time of the Plugin side, and Sandbox the
+	// ratio WasmMS/PluginMS; both zero without Options.Plugin.
+	PluginMS float64 `json:"plugin_native_ms,omitempty"`
+	Sandbox  float64 `json:"sandbox,omitempty"`
 }
 
 // side is one way of turning JoinGroup members into SyncGroup assignments.
 type side func(ctx context.Context, g Group, members []kmsg.JoinGroupResponseMember) ([]kmsg.SyncGroupRequestGroupAssignment, error)
 
 func (o Options) wasm(ctx context.Context, g Group, members []kmsg.JoinGroupResponseMember) ([]kmsg.SyncGroupRequestGroupAssignment, error) {
+	return o.pipeline(g, members, func(req *abi.Request) (*abi.Response, error) { return o.Assignor.Assign(ctx, req) })
+}
+
+// plugin is the wasm side's pipeline with the assignor called natively.
+func (o Options) plugin(_ context.Context, g Group, members []kmsg.JoinGroupResponseMember) ([]kmsg.SyncGroupRequestGroupAssignment, error) {
+	return o.pipeline(g, members, o.Plugin)
+}
+
+// pipeline is what a host does around an assignor: decode the members'
+// metadata, assign, withhold for a cooperative handover, encode.
+func (o Options) pipeline(g Group, members []kmsg.JoinGroupResponseMember, assign func(*abi.Request) (*abi.Response, error)) ([]kmsg.SyncGroupRequestGroupAssignment, error) {
 	req, err := RequestFromJoin(g, members)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := o.Assignor.Assign(ctx, req)
+	resp, err := assign(req)
 	if err != nil {
 		return nil, err
 	}
@@ -134,16 +154,24 @@ func Run(ctx context.Context, c *Case, o Options) ([]Result, error) {
 	if c.Rejoin != nil {
 		phases = 2
 	}
-	// times[phase][side] holds one duration per run; side 0 is wasm.
-	times := make([][2][]time.Duration, phases)
-	var moved [2]int
+	// times[phase][side] holds one duration per run; side 0 is wasm, 1
+	// kgo, 2 the native plugin when there is one.
+	sides := []side{o.wasm, o.native}
+	if o.Plugin != nil {
+		sides = append(sides, o.plugin)
+	}
+	n := len(sides)
+	times := make([][][]time.Duration, phases)
+	for p := range times {
+		times[p] = make([][]time.Duration, n)
+	}
+	moved := make([]int, n)
 	var rejoinMembers []Member
-	sides := [2]side{o.wasm, o.native}
 	for r := range o.Runs {
 		suffix := fmt.Sprintf("-r%d", r)
 		initial := EncodeMembers(c.Initial, suffix)
-		for k := range 2 {
-			si := (k + r) % 2
+		for k := range n {
+			si := (k + r) % n
 			g := Group{ID: "bench-" + c.Name, Generation: 1, Protocol: o.Protocol, Rebalance: o.Rebalance, Partitions: c.Partitions}
 			first, d, err := timed(ctx, sides[si], g, initial)
 			if err != nil {
@@ -188,16 +216,26 @@ func Run(ctx context.Context, c *Case, o Options) ([]Result, error) {
 		if p == 1 {
 			res.Moved, res.NativeMoved = moved[0], moved[1]
 		}
+		if n == 3 {
+			plugin := median(times[p][2])
+			res.PluginMS = ms(plugin)
+			if plugin > 0 {
+				res.Sandbox = math.Round(float64(wasm)/float64(plugin)*1000) / 1000
+			}
+		}
 		results[p] = res
 	}
 	return results, nil
 }
 
 func sideName(i int) string {
-	if i == 0 {
+	switch i {
+	case 0:
 		return "wasm"
+	case 1:
+		return "kgo"
 	}
-	return "kgo"
+	return "native plugin"
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }

@@ -118,7 +118,13 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		return usagef("--assignor: kgo has no balancer for assignor %q (protocol %q); it has range, roundrobin, sticky and cooperative-sticky", a.Info.Name, protocol)
 	}
 
-	results, err := bench.Run(ctx, c, bench.Options{Assignor: a, Protocol: protocol, Rebalance: rebalance, Native: native, Runs: runs})
+	opts := bench.Options{Assignor: a, Protocol: protocol, Rebalance: rebalance, Native: native, Runs: runs}
+	// The sandbox's own cost needs the same code natively, which only the
+	// built-ins have.
+	if plugin, ok := bench.NativePlugin(a.Info.Name); ok && a.Builtin {
+		opts.Plugin = plugin
+	}
+	results, err := bench.Run(ctx, c, opts)
 	if err != nil {
 		return err
 	}
@@ -133,10 +139,18 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "case %s, assignor %s vs kgo, median of %d runs (encode + assign + decode + validate; kgo: balance + encode)\n\n", c.Name, a.Info.Name, runs)
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tmembers\tpartitions\twasm\tkgo\twasm/kgo\tmoved (wasm)\tmoved (kgo)\t")
+	header := "phase\tmembers\tpartitions\twasm\tkgo\twasm/kgo\tmoved (wasm)\tmoved (kgo)\t"
+	if opts.Plugin != nil {
+		header += "native plugin\tsandbox\t"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%.2fx\t%d\t%d\t\n", r.Phase, r.Members, r.Partitions,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%.2fx\t%d\t%d\t", r.Phase, r.Members, r.Partitions,
 			msString(r.WasmMS), msString(r.NativeMS), r.Ratio, r.Moved, r.NativeMoved)
+		if opts.Plugin != nil {
+			fmt.Fprintf(tw, "%s\t%.1fx\t", msString(r.PluginMS), r.Sandbox)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

@@ -18,7 +18,7 @@ func TestBench_MidCasePrintsBothPhasesAsJSON(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("got %d lines, want 2:\n%s", len(lines), stdout)
 	}
-	keys := []string{"case", "phase", "assignor", "members", "partitions", "wasm_ms", "native_ms", "native", "ratio", "moved"}
+	keys := []string{"case", "phase", "assignor", "members", "partitions", "wasm_ms", "native_ms", "native", "ratio", "moved", "plugin_native_ms", "sandbox"}
 	for i, phase := range []string{"initial", "rejoin"} {
 		var raw map[string]any
 		if err := json.Unmarshal([]byte(lines[i]), &raw); err != nil {
@@ -35,6 +35,8 @@ func TestBench_MidCasePrintsBothPhasesAsJSON(t *testing.T) {
 			WasmMS                        float64 `json:"wasm_ms"`
 			NativeMS                      float64 `json:"native_ms"`
 			Ratio                         float64
+			PluginMS                      float64 `json:"plugin_native_ms"`
+			Sandbox                       float64
 		}
 		json.Unmarshal([]byte(lines[i]), &r)
 		if r.Phase != phase || r.Case != "mid" || r.Assignor != "cooperative-sticky" || r.Native != "kgo" {
@@ -49,6 +51,10 @@ func TestBench_MidCasePrintsBothPhasesAsJSON(t *testing.T) {
 		// Times are rounded to the microsecond and the ratio to 1/1000.
 		if want := r.WasmMS / r.NativeMS; math.Abs(r.Ratio-want) > 0.001+want*0.001 {
 			t.Errorf("line %d: ratio %v, want wasm_ms/native_ms = %v", i, r.Ratio, want)
+		}
+		// A built-in also runs natively, for the sandbox's own cost.
+		if want := r.WasmMS / r.PluginMS; r.PluginMS <= 0 || math.Abs(r.Sandbox-want) > 0.001+want*0.001 {
+			t.Errorf("line %d: sandbox %v with native plugin %v ms, want wasm_ms/plugin_native_ms", i, r.Sandbox, r.PluginMS)
 		}
 		if r.Moved < 0 || r.Moved > r.Partitions {
 			t.Errorf("line %d: moved %d of %d partitions", i, r.Moved, r.Partitions)
