@@ -156,6 +156,7 @@ func (c *Coordinator) AssignmentDone(now time.Time, jobID uint64, resp *abi.Resp
 // the rest out and makes the group Stable.
 func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Response) {
 	final, withheld := target, 0
+	moved := countMoved(js.req, target)
 	if !c.cfg.disableWithholding {
 		final, withheld = handover.Withhold(js.req, target)
 	}
@@ -198,7 +199,7 @@ func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Respo
 	// every follow-up withhold again, a rebalance storm; after a few rounds
 	// the coordinator leaves the next one to the clients.
 	g.followUp = withheld > 0 && g.followUpStreak <= maxFollowUps
-	c.event(Event{Kind: EventAssignmentCompleted, Group: g.id, Generation: g.generation, Detail: js.chain[min(js.attempt, len(js.chain)-1)], N: withheld})
+	c.event(Event{Kind: EventAssignmentCompleted, Group: g.id, Generation: g.generation, Detail: js.chain[min(js.attempt, len(js.chain)-1)], N: withheld, Moved: moved, Attempt: js.attempt, Members: len(g.members), Cooperative: js.req.RebalanceProtocol == abi.Cooperative})
 	c.becomeStable(g)
 }
 
@@ -484,4 +485,35 @@ func lastResortRange(req *abi.Request) *abi.Response {
 		resp.Members = append(resp.Members, abi.MemberAssignment{Member: int32(i), Partitions: p})
 	}
 	return resp
+}
+
+// countMoved counts the partitions target gives a member that did not hold
+// them in the previous generation (its Previous): the partitions that change
+// owner, including those of members that left and new partitions.
+func countMoved(req *abi.Request, target *abi.Response) int {
+	moved := 0
+	for _, ma := range target.Members {
+		if ma.Member < 0 || int(ma.Member) >= len(req.Members) {
+			continue
+		}
+		prev := make(map[int32][]int32, len(req.Members[ma.Member].Previous))
+		for _, tp := range req.Members[ma.Member].Previous {
+			prev[tp.Topic] = append(prev[tp.Topic], tp.Partitions...)
+		}
+		for t, ps := range prev {
+			if !slices.IsSorted(ps) {
+				slices.Sort(ps)
+				prev[t] = ps
+			}
+		}
+		for _, tp := range ma.Partitions {
+			had := prev[tp.Topic]
+			for _, p := range tp.Partitions {
+				if _, ok := slices.BinarySearch(had, p); !ok {
+					moved++
+				}
+			}
+		}
+	}
+	return moved
 }

@@ -20,7 +20,10 @@ const (
 	// Detail holds the error.
 	EventAssignmentFailed
 	// EventAssignmentCompleted: the group received its assignment; N is the
-	// number of partitions withheld for KIP-429.
+	// number of partitions withheld for KIP-429, Moved the number that
+	// change owner, Detail the assignor that answered, Attempt how many
+	// assignors failed before it, Members the group's size and Cooperative
+	// whether the group rebalances incrementally (KIP-429).
 	EventAssignmentCompleted
 	// EventStaleAssignment: a Job completed for a generation that is gone.
 	EventStaleAssignment
@@ -37,6 +40,11 @@ type Event struct {
 	State      State
 	Detail     string
 	N          int
+	Moved      int
+	Attempt    int
+	Members    int
+	// Cooperative is set on EventAssignmentCompleted.
+	Cooperative bool
 }
 
 func (c *Coordinator) event(e Event) { c.out.Events = append(c.out.Events, e) }

@@ -84,6 +84,19 @@ type Driver struct {
 	deadline time.Time
 	started  map[string]time.Time // rebalance start per group
 	assignor map[string]string    // assignor of each group's latest job
+	last     map[string]Rebalance // each group's latest completed rebalance
+}
+
+// Rebalance summarises a group's latest completed rebalance.
+type Rebalance struct {
+	At       time.Time
+	Duration time.Duration
+	// Assignor is the assignor whose answer the group received.
+	Assignor string
+	// Fallback is true when the group's own assignor failed first.
+	Fallback bool
+	Moved    int
+	Withheld int
 }
 
 type result struct {
@@ -124,6 +137,7 @@ func Start(cfg Config) (*Driver, error) {
 		timer:    time.NewTimer(time.Hour),
 		started:  make(map[string]time.Time),
 		assignor: make(map[string]string),
+		last:     make(map[string]Rebalance),
 	}
 	d.timer.Stop()
 	if len(cfg.Restore) > 0 {
@@ -214,6 +228,14 @@ func (d *Driver) Export() []coordinator.GroupState {
 	var states []coordinator.GroupState
 	d.do(func() { states = d.coord.Export() })
 	return states
+}
+
+// LastRebalance returns a group's latest completed rebalance.
+func (d *Driver) LastRebalance(group string) (Rebalance, bool) {
+	var r Rebalance
+	var ok bool
+	d.do(func() { r, ok = d.last[group] })
+	return r, ok
 }
 
 // Close stops the loop, answers waiting requests with ErrClosed, and waits
@@ -337,12 +359,19 @@ func (d *Driver) observe(e coordinator.Event) {
 	case coordinator.EventAssignmentCompleted:
 		began, ok := d.started[e.Group]
 		delete(d.started, e.Group)
-		dur := time.Duration(0)
+		r := Rebalance{At: d.now(), Assignor: e.Detail, Fallback: e.Attempt > 0, Moved: e.Moved, Withheld: e.N}
 		if ok {
-			dur = d.now().Sub(began)
+			r.Duration = r.At.Sub(began)
 		}
-		d.log.Info("rebalance", "group", e.Group, "generation", e.Generation, "assignor", d.assignor[e.Group],
-			"duration", dur, "withheld", e.N)
+		d.last[e.Group] = r
+		d.log.Info("rebalance", "group", e.Group, "generation", e.Generation, "members", e.Members,
+			"assignor", r.Assignor, "duration", r.Duration, "moved", r.Moved, "withheld", r.Withheld, "fallback", r.Fallback)
+		if d.cfg.Metrics != nil {
+			d.cfg.Metrics.RebalanceDone(metrics.Rebalance{
+				Group: e.Group, Generation: e.Generation, Assignor: r.Assignor, Cooperative: e.Cooperative,
+				Duration: r.Duration, Members: e.Members, Moved: r.Moved, Withheld: r.Withheld, Unassigned: r.Withheld,
+			})
+		}
 	case coordinator.EventStateChanged:
 		if e.State == coordinator.Stable && d.cfg.Persist != nil {
 			d.cfg.Persist(d.coord.Export())

@@ -269,6 +269,10 @@ func TestDriver_CooperativeStickyWithRacksOverRealPlugins(t *testing.T) {
 	if err := kfakegroup.AllConsumedOnce(l); err != nil {
 		t.Error(err)
 	}
+	r, ok := e.driver.LastRebalance(group)
+	if !ok || r.Assignor != "cooperative-sticky" || r.Fallback || r.At.IsZero() {
+		t.Errorf("last rebalance %+v, %v; want one served by cooperative-sticky without fallback", r, ok)
+	}
 }
 
 func TestDriver_RangeJoinAndLeaveConsumeEveryRecordOnce(t *testing.T) {
