@@ -43,6 +43,9 @@ type MemberState struct {
 	HeldGeneration int32
 	// Synced is false while the member has yet to send its SyncGroup.
 	Synced bool
+	// Rack is the member's resolved rack, for display; Restore resolves it
+	// again from the subscription and the current rules.
+	Rack string `json:",omitempty"`
 }
 
 // ProtocolState is one protocol a member offered.
@@ -67,7 +70,7 @@ func (c *Coordinator) Export() []GroupState {
 				MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.host,
 				SessionTimeout: m.session, RebalanceTimeout: m.rebalance, ProtocolType: m.protocolType,
 				Assignment: slices.Clone(m.assignment), Assigned: cloneAssignment(m.assigned),
-				Held: cloneAssignment(m.held), HeldGeneration: m.heldGen, Synced: !g.pendingSync[m.id],
+				Held: cloneAssignment(m.held), HeldGeneration: m.heldGen, Synced: !g.pendingSync[m.id], Rack: m.rack,
 			}
 			for _, p := range m.protocols {
 				ms.Protocols = append(ms.Protocols, ProtocolState{Name: p.Name, Metadata: slices.Clone(p.Metadata)})

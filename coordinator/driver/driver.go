@@ -97,6 +97,8 @@ type Rebalance struct {
 	Fallback bool
 	Moved    int
 	Withheld int
+	// Cooperative is true for a KIP-429 rebalance.
+	Cooperative bool
 }
 
 type result struct {
@@ -359,7 +361,7 @@ func (d *Driver) observe(e coordinator.Event) {
 	case coordinator.EventAssignmentCompleted:
 		began, ok := d.started[e.Group]
 		delete(d.started, e.Group)
-		r := Rebalance{At: d.now(), Assignor: e.Detail, Fallback: e.Attempt > 0, Moved: e.Moved, Withheld: e.N}
+		r := Rebalance{At: d.now(), Assignor: e.Detail, Fallback: e.Attempt > 0, Moved: e.Moved, Withheld: e.N, Cooperative: e.Cooperative}
 		if ok {
 			r.Duration = r.At.Sub(began)
 		}
