@@ -1,0 +1,352 @@
+// Package gateway decides, request by request, what the proxy does with the
+// consumer-group traffic of the groups wasmassign manages: it answers group
+// membership from the coordinator, fences offset commits before they go
+// upstream, merges group listings, and lets everything else through.
+//
+// It sits between the proxy (which calls it through proxy.Interceptor) and
+// the coordinator driver (which it calls); it does no I/O of its own beyond
+// asking the upstream which broker coordinates a group.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/coordinator"
+	"github.com/wasmassign/wasmassign/proxy"
+)
+
+// Coordinator is what the gateway needs of the coordinator driver.
+type Coordinator interface {
+	Handle(ctx context.Context, client coordinator.Client, req kmsg.Request) (kmsg.Response, error)
+}
+
+// Upstream answers which upstream broker coordinates a group.
+type Upstream interface {
+	// CoordinatorOf returns the node id of group's coordinator.
+	CoordinatorOf(ctx context.Context, group string) (int32, error)
+}
+
+// Options configure a Gateway.
+type Options struct {
+	// Manages reports whether the gateway runs group's coordination.
+	Manages     func(group string) bool
+	Coordinator Coordinator
+	Upstream    Upstream
+	Logger      *slog.Logger
+}
+
+// Gateway implements proxy.Interceptor.
+type Gateway struct {
+	opt Options
+	log *slog.Logger
+}
+
+// New returns a Gateway.
+func New(opt Options) *Gateway {
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Gateway{opt: opt, log: log}
+}
+
+// Intercepts reports the keys the gateway looks at: every group API.
+func (g *Gateway) Intercepts(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup,
+		kmsg.DescribeGroups, kmsg.ListGroups, kmsg.OffsetCommit, kmsg.TxnOffsetCommit,
+		kmsg.OffsetFetch, kmsg.DeleteGroups, kmsg.OffsetDelete:
+		return true
+	}
+	return false
+}
+
+// client describes the request's client the way Kafka does in
+// DescribeGroups: the header's client id, and the host as "/ip".
+func client(r proxy.Request) coordinator.Client {
+	c := coordinator.Client{Host: hostOf(r.Conn.Remote)}
+	if r.ClientID != nil {
+		c.ID = *r.ClientID
+	}
+	return c
+}
+
+// Intercept decides one request.
+func (g *Gateway) Intercept(ctx context.Context, r proxy.Request) (proxy.Decision, error) {
+	switch req := r.Req.(type) {
+	case *kmsg.JoinGroupRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.SyncGroupRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.HeartbeatRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.LeaveGroupRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.OffsetCommitRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.TxnOffsetCommitRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.OffsetDeleteRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.DeleteGroupsRequest:
+		return g.deleteGroups(ctx, r, req)
+	case *kmsg.DescribeGroupsRequest:
+		return g.describeGroups(ctx, r, req)
+	case *kmsg.ListGroupsRequest:
+		return g.listGroups(ctx, r, req)
+	case *kmsg.OffsetFetchRequest:
+		return g.offsetFetch(r, req), nil
+	}
+	return proxy.Decision{}, nil
+}
+
+// local answers a single-group request from the coordinator when the group
+// is managed, and forwards it untouched otherwise.
+func (g *Gateway) local(ctx context.Context, r proxy.Request, group string) (proxy.Decision, error) {
+	if !g.opt.Manages(group) {
+		return proxy.Decision{}, nil
+	}
+	resp, err := g.opt.Coordinator.Handle(ctx, client(r), r.Req)
+	if err != nil {
+		return proxy.Decision{}, fmt.Errorf("group %s: %s: %w", group, kmsg.NameForKey(r.Req.Key()), err)
+	}
+	return proxy.Decision{Respond: resp}, nil
+}
+
+// deleteGroups lets the coordinator check managed groups (it refuses
+// GROUP_NOT_EMPTY and forwards the rest itself); unmanaged groups go
+// upstream on this connection, and the answers are merged.
+func (g *Gateway) deleteGroups(ctx context.Context, r proxy.Request, req *kmsg.DeleteGroupsRequest) (proxy.Decision, error) {
+	managed, others := g.split(req.Groups)
+	if len(managed) == 0 {
+		return proxy.Decision{}, nil
+	}
+	mine := *req
+	mine.Groups = managed
+	resp, err := g.opt.Coordinator.Handle(ctx, client(r), &mine)
+	if err != nil {
+		return proxy.Decision{}, fmt.Errorf("DeleteGroups: %w", err)
+	}
+	local := resp.(*kmsg.DeleteGroupsResponse)
+	if len(others) == 0 {
+		return proxy.Decision{Respond: local}, nil
+	}
+	fwd := *req
+	fwd.Groups = others
+	return proxy.Decision{Forward: &fwd, OnResponse: func(up kmsg.Response) kmsg.Response {
+		u := up.(*kmsg.DeleteGroupsResponse)
+		u.Groups = append(u.Groups, local.Groups...)
+		return u
+	}}, nil
+}
+
+// describeGroups answers managed groups from the coordinator and the rest
+// upstream, one response in the order the client asked.
+func (g *Gateway) describeGroups(ctx context.Context, r proxy.Request, req *kmsg.DescribeGroupsRequest) (proxy.Decision, error) {
+	managed, others := g.split(req.Groups)
+	if len(managed) == 0 {
+		return proxy.Decision{}, nil
+	}
+	mine := *req
+	mine.Groups = managed
+	resp, err := g.opt.Coordinator.Handle(ctx, client(r), &mine)
+	if err != nil {
+		return proxy.Decision{}, fmt.Errorf("DescribeGroups: %w", err)
+	}
+	local := resp.(*kmsg.DescribeGroupsResponse)
+	if len(others) == 0 {
+		return proxy.Decision{Respond: local}, nil
+	}
+	fwd := *req
+	fwd.Groups = others
+	order := req.Groups
+	return proxy.Decision{Forward: &fwd, OnResponse: func(up kmsg.Response) kmsg.Response {
+		u := up.(*kmsg.DescribeGroupsResponse)
+		byID := make(map[string]kmsg.DescribeGroupsResponseGroup, len(order))
+		for _, grp := range append(u.Groups, local.Groups...) {
+			byID[grp.Group] = grp
+		}
+		u.Groups = u.Groups[:0]
+		for _, id := range order {
+			if grp, ok := byID[id]; ok {
+				u.Groups = append(u.Groups, grp)
+				delete(byID, id)
+			}
+		}
+		return u
+	}}, nil
+}
+
+// listGroups merges the upstream's list from this connection's broker with
+// the managed groups that broker coordinates upstream, so that asking every
+// broker lists each managed group once. A managed group the upstream itself
+// lists (split brain: clients bypassing the gateway) is shown once, as the
+// coordinator sees it, and logged.
+func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.ListGroupsRequest) (proxy.Decision, error) {
+	resp, err := g.opt.Coordinator.Handle(ctx, client(r), req)
+	if err != nil {
+		return proxy.Decision{}, fmt.Errorf("ListGroups: %w", err)
+	}
+	var mine []kmsg.ListGroupsResponseGroup
+	for _, grp := range resp.(*kmsg.ListGroupsResponse).Groups {
+		if !g.opt.Manages(grp.Group) {
+			continue
+		}
+		node, err := g.opt.Upstream.CoordinatorOf(ctx, grp.Group)
+		if err != nil {
+			g.log.Warn("ListGroups: cannot find the upstream coordinator", "group", grp.Group, "err", err)
+			continue
+		}
+		// A bootstrap connection answers like the broker it reaches.
+		if node == r.Conn.Upstream {
+			mine = append(mine, grp)
+		}
+	}
+	return proxy.Decision{OnResponse: func(up kmsg.Response) kmsg.Response {
+		u := up.(*kmsg.ListGroupsResponse)
+		kept := u.Groups[:0]
+		for _, grp := range u.Groups {
+			if g.opt.Manages(grp.Group) {
+				g.log.Error("managed group is also listed upstream: clients may be bypassing the gateway, or a second gateway runs", "group", grp.Group, "upstream_state", grp.GroupState)
+				continue
+			}
+			kept = append(kept, grp)
+		}
+		u.Groups = append(kept, mine...)
+		slices.SortFunc(u.Groups, func(a, b kmsg.ListGroupsResponseGroup) int {
+			switch {
+			case a.Group < b.Group:
+				return -1
+			case a.Group > b.Group:
+				return 1
+			}
+			return 0
+		})
+		return u
+	}}, nil
+}
+
+// offsetFetch forwards, and turns an upstream GROUP_ID_NOT_FOUND for a
+// managed group into "no offsets" (-1): the upstream has simply never seen a
+// commit for a group whose members it never sees.
+func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) proxy.Decision {
+	var groups []string
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			groups = append(groups, rg.Group)
+		}
+	} else {
+		groups = []string{req.Group}
+	}
+	managed, _ := g.split(groups)
+	if len(managed) == 0 {
+		return proxy.Decision{}
+	}
+	return proxy.Decision{OnResponse: func(up kmsg.Response) kmsg.Response {
+		u := up.(*kmsg.OffsetFetchResponse)
+		notFound := kerr.GroupIDNotFound.Code
+		if req.Version < 8 {
+			if u.ErrorCode == notFound {
+				u.ErrorCode = 0
+				u.Topics = unknownOffsets(req.Topics)
+			}
+			return u
+		}
+		for i := range u.Groups {
+			rg := &u.Groups[i]
+			if rg.ErrorCode == notFound && g.opt.Manages(rg.Group) {
+				rg.ErrorCode = 0
+				for _, q := range req.Groups {
+					if q.Group == rg.Group {
+						rg.Topics = unknownGroupOffsets(q.Topics)
+					}
+				}
+			}
+		}
+		return u
+	}}
+}
+
+func unknownOffsets(topics []kmsg.OffsetFetchRequestTopic) []kmsg.OffsetFetchResponseTopic {
+	out := make([]kmsg.OffsetFetchResponseTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+func unknownGroupOffsets(topics []kmsg.OffsetFetchRequestGroupTopic) []kmsg.OffsetFetchResponseGroupTopic {
+	out := make([]kmsg.OffsetFetchResponseGroupTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// split separates managed group ids from the others, keeping order.
+func (g *Gateway) split(groups []string) (managed, others []string) {
+	for _, id := range groups {
+		if g.opt.Manages(id) {
+			managed = append(managed, id)
+		} else {
+			others = append(others, id)
+		}
+	}
+	return managed, others
+}
+
+// FetchRacks remembers the rack each client sent in its Fetch requests
+// (KIP-392 RackID), for clients whose subscriptions carry none (librdkafka,
+// kafkajs, older Java). The proxy records; the coordinator reads it as its
+// RackSource. It is safe for concurrent use.
+type FetchRacks struct {
+	mu    sync.Mutex
+	racks map[rackKey]string
+}
+
+type rackKey struct{ clientID, host string }
+
+// NewFetchRacks returns an empty book.
+func NewFetchRacks() *FetchRacks { return &FetchRacks{racks: make(map[rackKey]string)} }
+
+// Record notes the rack a client at c sent; an empty rack is ignored.
+func (f *FetchRacks) Record(c proxy.ConnInfo, clientID, rack string) {
+	if rack == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.racks[rackKey{clientID, hostOf(c.Remote)}] = rack
+}
+
+// FetchRack implements coordinator.RackSource.
+func (f *FetchRacks) FetchRack(clientID, host string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.racks[rackKey{clientID, host}]
+	return r, ok
+}
+
+// hostOf is the Kafka form of a client address.
+func hostOf(a netip.AddrPort) string { return "/" + a.Addr().Unmap().String() }

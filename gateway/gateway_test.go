@@ -1,0 +1,267 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/coordinator"
+	"github.com/wasmassign/wasmassign/proxy"
+)
+
+// fakeCoordinator answers like a coordinator that holds the managed groups
+// "m1", "m2" and "m3", and records what it was asked.
+type fakeCoordinator struct {
+	asked   []kmsg.Request
+	clients []coordinator.Client
+}
+
+func (f *fakeCoordinator) Handle(_ context.Context, c coordinator.Client, req kmsg.Request) (kmsg.Response, error) {
+	f.asked = append(f.asked, req)
+	f.clients = append(f.clients, c)
+	switch r := req.(type) {
+	case *kmsg.DescribeGroupsRequest:
+		resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		for _, id := range r.Groups {
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.State = id, "Stable"
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil
+	case *kmsg.ListGroupsRequest:
+		resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
+		for _, id := range []string{"m1", "m2", "m3"} {
+			g := kmsg.NewListGroupsResponseGroup()
+			g.Group, g.GroupState = id, "Stable"
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil
+	case *kmsg.DeleteGroupsRequest:
+		resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		for _, id := range r.Groups {
+			g := kmsg.NewDeleteGroupsResponseGroup()
+			g.Group, g.ErrorCode = id, kerr.NonEmptyGroup.Code
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil
+	}
+	return req.ResponseKind(), nil
+}
+
+// fakeUpstream puts m1 on node 1 and the other groups on node 2.
+type fakeUpstream struct{}
+
+func (fakeUpstream) CoordinatorOf(_ context.Context, group string) (int32, error) {
+	if group == "m1" {
+		return 1, nil
+	}
+	return 2, nil
+}
+
+func newGateway(logs *bytes.Buffer) (*Gateway, *fakeCoordinator) {
+	fc := &fakeCoordinator{}
+	g := New(Options{
+		Manages:     func(id string) bool { return strings.HasPrefix(id, "m") },
+		Coordinator: fc,
+		Upstream:    fakeUpstream{},
+		Logger:      slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	return g, fc
+}
+
+func request(node int32, req kmsg.Request) proxy.Request {
+	id := "app-1"
+	upstream := node
+	if node == proxy.NodeBootstrap {
+		upstream = 2 // the broker the bootstrap connection reaches
+	}
+	return proxy.Request{Conn: proxy.ConnInfo{Node: node, Upstream: upstream, Remote: netip.MustParseAddrPort("[::ffff:10.0.0.7]:5555")}, ClientID: &id, Req: req}
+}
+
+func TestIntercept_MembershipOfManagedGroupsIsAnsweredLocally(t *testing.T) {
+	g, fc := newGateway(&bytes.Buffer{})
+	for _, tt := range []struct {
+		req   kmsg.Request
+		local bool
+	}{
+		{&kmsg.JoinGroupRequest{Group: "m1"}, true},
+		{&kmsg.SyncGroupRequest{Group: "m1"}, true},
+		{&kmsg.HeartbeatRequest{Group: "m1"}, true},
+		{&kmsg.LeaveGroupRequest{Group: "m1"}, true},
+		{&kmsg.OffsetCommitRequest{Group: "m1"}, true},
+		{&kmsg.TxnOffsetCommitRequest{Group: "m1"}, true},
+		{&kmsg.OffsetDeleteRequest{Group: "m1"}, true},
+		{&kmsg.JoinGroupRequest{Group: "other"}, false},
+		{&kmsg.OffsetCommitRequest{Group: "other"}, false},
+	} {
+		if !g.Intercepts(int16(tt.req.Key())) {
+			t.Errorf("%s is not intercepted", kmsg.NameForKey(tt.req.Key()))
+		}
+		d, err := g.Intercept(context.Background(), request(1, tt.req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (d.Respond != nil) != tt.local || d.Forward != nil {
+			t.Errorf("%s: decision %+v, local %v", kmsg.NameForKey(tt.req.Key()), d, tt.local)
+		}
+	}
+	if c := fc.clients[0]; c.ID != "app-1" || c.Host != "/10.0.0.7" {
+		t.Errorf("client %+v, want id app-1 and host /10.0.0.7", c)
+	}
+	if g.Intercepts(int16(kmsg.Produce)) || g.Intercepts(int16(kmsg.Fetch)) {
+		t.Error("data-path requests must not be decoded")
+	}
+}
+
+func TestIntercept_DescribeGroupsMergesInTheClientsOrder(t *testing.T) {
+	g, fc := newGateway(&bytes.Buffer{})
+	req := &kmsg.DescribeGroupsRequest{Groups: []string{"u1", "m1", "u2", "m2"}}
+	d, err := g.Intercept(context.Background(), request(1, req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd, ok := d.Forward.(*kmsg.DescribeGroupsRequest)
+	if !ok || !slices.Equal(fwd.Groups, []string{"u1", "u2"}) {
+		t.Fatalf("forward %+v, want only the unmanaged groups", d.Forward)
+	}
+	if asked := fc.asked[0].(*kmsg.DescribeGroupsRequest).Groups; !slices.Equal(asked, []string{"m1", "m2"}) {
+		t.Errorf("coordinator asked for %v", asked)
+	}
+	up := &kmsg.DescribeGroupsResponse{Groups: []kmsg.DescribeGroupsResponseGroup{{Group: "u2", State: "Empty"}, {Group: "u1", State: "Empty"}}}
+	merged := d.OnResponse(up).(*kmsg.DescribeGroupsResponse)
+	var order []string
+	for _, grp := range merged.Groups {
+		order = append(order, grp.Group)
+	}
+	if !slices.Equal(order, req.Groups) {
+		t.Errorf("merged order %v, want %v", order, req.Groups)
+	}
+	// Only managed groups: answered without going upstream.
+	d, _ = g.Intercept(context.Background(), request(1, &kmsg.DescribeGroupsRequest{Groups: []string{"m3"}}))
+	if d.Respond == nil || d.Forward != nil {
+		t.Errorf("all-managed describe: %+v", d)
+	}
+	// No managed group: untouched.
+	d, _ = g.Intercept(context.Background(), request(1, &kmsg.DescribeGroupsRequest{Groups: []string{"u1"}}))
+	if d.Respond != nil || d.Forward != nil || d.OnResponse != nil {
+		t.Errorf("unmanaged describe: %+v", d)
+	}
+}
+
+func TestIntercept_ListGroupsListsEachManagedGroupOnItsUpstreamCoordinator(t *testing.T) {
+	var logs bytes.Buffer
+	g, _ := newGateway(&logs)
+	listed := func(node int32, upstream ...string) []string {
+		d, err := g.Intercept(context.Background(), request(node, &kmsg.ListGroupsRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		up := &kmsg.ListGroupsResponse{}
+		for _, id := range upstream {
+			up.Groups = append(up.Groups, kmsg.ListGroupsResponseGroup{Group: id})
+		}
+		var out []string
+		for _, grp := range d.OnResponse(up).(*kmsg.ListGroupsResponse).Groups {
+			out = append(out, grp.Group)
+		}
+		return out
+	}
+	if got := listed(1, "u1"); !slices.Equal(got, []string{"m1", "u1"}) {
+		t.Errorf("node 1 lists %v, want m1 and u1", got)
+	}
+	if got := listed(2, "u2", "m3"); !slices.Equal(got, []string{"m2", "m3", "u2"}) {
+		t.Errorf("node 2 lists %v, want m2, m3 (once) and u2", got)
+	}
+	if !strings.Contains(logs.String(), "m3") || !strings.Contains(logs.String(), "ERROR") {
+		t.Errorf("a managed group listed upstream was not logged as an error: %s", logs.String())
+	}
+	// Across all brokers, every managed group appears exactly once.
+	all := append(listed(1), listed(2)...)
+	for _, id := range []string{"m1", "m2", "m3"} {
+		if n := countOf(all, id); n != 1 {
+			t.Errorf("%s listed %d times across brokers", id, n)
+		}
+	}
+	if got := listed(proxy.NodeBootstrap, "u9"); !slices.Equal(got, []string{"m2", "m3", "u9"}) {
+		t.Errorf("a bootstrap connection reaching node 2 lists %v, want what node 2 lists", got)
+	}
+}
+
+func countOf(s []string, v string) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
+func TestIntercept_OffsetFetchOfAManagedGroupUnknownUpstreamIsNoOffsets(t *testing.T) {
+	g, _ := newGateway(&bytes.Buffer{})
+	notFound := kerr.GroupIDNotFound.Code
+
+	old := &kmsg.OffsetFetchRequest{Version: 7, Group: "m1", Topics: []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}}
+	d, _ := g.Intercept(context.Background(), request(1, old))
+	resp := d.OnResponse(&kmsg.OffsetFetchResponse{Version: 7, ErrorCode: notFound}).(*kmsg.OffsetFetchResponse)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 || resp.Topics[0].Partitions[1].Offset != -1 {
+		t.Errorf("v7 response %+v", resp)
+	}
+
+	batched := &kmsg.OffsetFetchRequest{Version: 8, Groups: []kmsg.OffsetFetchRequestGroup{
+		{Group: "m1", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{3}}}},
+		{Group: "u1"},
+	}}
+	d, _ = g.Intercept(context.Background(), request(1, batched))
+	resp = d.OnResponse(&kmsg.OffsetFetchResponse{Version: 8, Groups: []kmsg.OffsetFetchResponseGroup{
+		{Group: "m1", ErrorCode: notFound}, {Group: "u1", ErrorCode: notFound},
+	}}).(*kmsg.OffsetFetchResponse)
+	if m := resp.Groups[0]; m.ErrorCode != 0 || m.Topics[0].Partitions[0].Offset != -1 || m.Topics[0].Partitions[0].Partition != 3 {
+		t.Errorf("managed group %+v", m)
+	}
+	if u := resp.Groups[1]; u.ErrorCode != notFound {
+		t.Errorf("unmanaged group's error was changed: %+v", u)
+	}
+	d, _ = g.Intercept(context.Background(), request(1, &kmsg.OffsetFetchRequest{Version: 7, Group: "u1"}))
+	if d.OnResponse != nil {
+		t.Error("an unmanaged group's OffsetFetch was touched")
+	}
+}
+
+func TestIntercept_DeleteGroupsChecksManagedGroupsFirst(t *testing.T) {
+	g, _ := newGateway(&bytes.Buffer{})
+	d, err := g.Intercept(context.Background(), request(1, &kmsg.DeleteGroupsRequest{Groups: []string{"m1", "u1"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fwd := d.Forward.(*kmsg.DeleteGroupsRequest); !slices.Equal(fwd.Groups, []string{"u1"}) {
+		t.Errorf("forwarded %v", fwd.Groups)
+	}
+	merged := d.OnResponse(&kmsg.DeleteGroupsResponse{Groups: []kmsg.DeleteGroupsResponseGroup{{Group: "u1"}}}).(*kmsg.DeleteGroupsResponse)
+	codes := map[string]int16{}
+	for _, grp := range merged.Groups {
+		codes[grp.Group] = grp.ErrorCode
+	}
+	if codes["m1"] != kerr.NonEmptyGroup.Code || codes["u1"] != 0 || len(codes) != 2 {
+		t.Errorf("merged %v", codes)
+	}
+}
+
+func TestFetchRack_FeedsTheCoordinatorsRackSource(t *testing.T) {
+	src := NewFetchRacks()
+	c := proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}
+	src.Record(c, "app", "az-b")
+	src.Record(c, "other", "")
+	if r, ok := src.FetchRack("app", "/10.1.2.3"); !ok || r != "az-b" {
+		t.Errorf("rack %q %v", r, ok)
+	}
+	if _, ok := src.FetchRack("other", "/10.1.2.3"); ok {
+		t.Error("an empty fetch rack was recorded")
+	}
+}

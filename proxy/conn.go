@@ -1,0 +1,551 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wasmassign/wasmassign/proxy/frame"
+)
+
+// Depths of a connection's pipelines: requests read but not yet answered
+// to the client, and requests sent upstream but not yet answered. Beyond
+// them the proxy stops reading, which pushes back on the client.
+const (
+	clientQueueDepth = 256
+	upstreamDepth    = 256
+	bufSize          = 16 << 10 // large frames bypass the buffers
+	// keepReadBuf is the largest request buffer a connection keeps between
+	// requests; bigger ones are for one request only.
+	keepReadBuf = 1 << 20
+)
+
+// slot is one request's place in its connection's response order.
+type slot struct {
+	key, version int16
+	corr         int32
+	// onResponse is the interceptor's transformation of the upstream
+	// response; set before the slot is sent upstream.
+	onResponse func(kmsg.Response) kmsg.Response
+
+	// Set under the response queue's lock.
+	ready bool
+	resp  []byte // response header and body, without the size prefix
+	err   error  // closes the connection instead of answering
+}
+
+// conn is one client connection and its upstream connection.
+//
+// Two goroutines serve it: readClient parses requests and sends them
+// upstream (or to the interceptor), and readUpstream matches upstream
+// responses to requests in the order they were sent. q keeps the order
+// requests arrived in and writes responses in it; inflight carries the
+// upstream's order.
+type conn struct {
+	p    *Proxy
+	info ConnInfo
+	nc   net.Conn
+	br   *bufio.Reader
+	log  *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	q        *respQueue // client order; only readClient pushes and closes
+	inflight chan *slot // upstream order
+
+	upMu  sync.Mutex // serialises writes upstream with their inflight entries
+	upW   *bufio.Writer
+	upSet sync.Mutex // guards up
+	up    net.Conn
+
+	closeOnce sync.Once
+	draining  atomic.Bool
+	rackSeen  bool // readClient only
+}
+
+func newConn(p *Proxy, nc net.Conn, node int32, id uint64) *conn {
+	c := &conn{
+		p:        p,
+		nc:       nc,
+		br:       bufio.NewReaderSize(nc, bufSize),
+		q:        newRespQueue(bufio.NewWriterSize(nc, bufSize)),
+		inflight: make(chan *slot, upstreamDepth),
+	}
+	c.info = ConnInfo{ID: id, Node: node}
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		c.info.Remote = ta.AddrPort()
+	} else if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+		c.info.Remote = ap
+	}
+	c.log = p.log.With("conn", id, "client", c.info.Remote.String(), "node", node)
+	c.ctx, c.cancel = context.WithCancel(p.ctx)
+	return c
+}
+
+func (c *conn) run() {
+	defer c.p.forget(c)
+	addr, upNode, err := c.p.upstreamAddr(c.info.Node)
+	if err != nil {
+		c.close(fmt.Errorf("upstream: %w", err))
+		return
+	}
+	up, err := c.p.opts.DialUpstream(c.ctx, addr)
+	if err != nil {
+		c.close(fmt.Errorf("upstream %s: %w", addr, err))
+		return
+	}
+	c.upSet.Lock()
+	c.up = up
+	c.upSet.Unlock()
+	c.info.Upstream = upNode // before anything reads info
+	if c.ctx.Err() != nil {  // closed while dialing
+		up.Close()
+		return
+	}
+	c.upW = bufio.NewWriterSize(up, bufSize)
+
+	upDone := make(chan struct{})
+	go func() {
+		defer close(upDone)
+		c.readUpstream(bufio.NewReaderSize(up, bufSize))
+	}()
+	c.readClient()
+	select {
+	case <-c.q.finished:
+	case <-c.ctx.Done():
+	}
+	c.close(nil)
+	<-upDone
+}
+
+// close ends the connection at once; err, when not nil, is logged as the
+// reason.
+func (c *conn) close(err error) {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.q.kill()
+		c.nc.Close()
+		c.upSet.Lock()
+		if c.up != nil {
+			c.up.Close()
+		}
+		c.upSet.Unlock()
+		switch {
+		case err == nil || errors.Is(err, errShutdown):
+			c.log.Debug("client connection closed")
+		default:
+			c.log.Warn("closing client connection", "err", err)
+		}
+	})
+}
+
+// drain stops reading requests; the ones read are still answered.
+func (c *conn) drain() {
+	c.draining.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) recoverPanic(where string) {
+	if r := recover(); r != nil {
+		c.close(fmt.Errorf("internal error in %s: %v", where, r))
+	}
+}
+
+func (c *conn) readClient() {
+	defer c.q.close()
+	defer c.recoverPanic("request reader")
+	var buf []byte
+	for {
+		if streamed, err := c.maybeStreamRequest(); err != nil {
+			c.close(err)
+			return
+		} else if streamed {
+			if !c.nextFrameBuffered() {
+				if err := c.flushUpstream(); err != nil {
+					c.close(fmt.Errorf("upstream write: %w", err))
+					return
+				}
+			}
+			continue
+		}
+		fr, err := frame.Read(c.br, buf, c.p.maxFrame)
+		if err != nil {
+			switch {
+			case c.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded):
+			case errors.Is(err, io.EOF):
+				c.close(nil)
+			case c.ctx.Err() != nil:
+			default:
+				c.close(fmt.Errorf("reading request: %w", err))
+			}
+			return
+		}
+		if cap(fr) <= keepReadBuf {
+			buf = fr[:0]
+		}
+		if err := c.handle(fr); err != nil {
+			c.close(err)
+			return
+		}
+		if !c.nextFrameBuffered() {
+			if err := c.flushUpstream(); err != nil {
+				c.close(fmt.Errorf("upstream write: %w", err))
+				return
+			}
+		}
+	}
+}
+
+// maybeStreamRequest copies a large request that needs nothing but
+// forwarding (a Produce, typically) to the upstream as it arrives, instead
+// of reading it whole first. It looks only at what fits in the read buffer;
+// whenever anything is unusual it declines, and the caller reads the frame
+// the normal way, which applies every check.
+func (c *conn) maybeStreamRequest() (bool, error) {
+	b, err := c.br.Peek(4)
+	if err != nil {
+		return false, nil
+	}
+	size := int64(int32(binary.BigEndian.Uint32(b)))
+	if size < c.p.streamAt || size > int64(c.p.maxFrame) || size < 8 {
+		return false, nil
+	}
+	b, err = c.br.Peek(int(min(size+4, int64(c.br.Size()))))
+	if err != nil {
+		return false, nil
+	}
+	fr := b[4:]
+	key := int16(binary.BigEndian.Uint16(fr))
+	version := int16(binary.BigEndian.Uint16(fr[2:]))
+	if key < 0 || key > maxKey || c.p.flexFrom[key] < 0 || !c.p.state.load().table.allows(key, version) {
+		return false, nil
+	}
+	if ic := c.p.opts.Interceptor; (ic != nil && ic.Intercepts(key)) || (key == 1 && !c.rackSeen && c.p.opts.OnFetchRack != nil) {
+		return false, nil
+	}
+	flexible := version >= c.p.flexFrom[key]
+	hdr, body, err := frame.ParseRequestHeader(fr, flexible)
+	if err != nil {
+		return false, nil
+	}
+	var s *slot
+	acks := int16(-1)
+	if key == 0 {
+		if acks, err = produceAcks(body, version, flexible); err != nil {
+			return false, nil
+		}
+	}
+	if key != 0 || acks != 0 {
+		s = &slot{key: key, version: version, corr: hdr.CorrelationID}
+		if err := c.enqueue(s); err != nil {
+			return false, err
+		}
+	}
+	c.upMu.Lock()
+	defer c.upMu.Unlock()
+	if s != nil {
+		select {
+		case c.inflight <- s:
+		case <-c.ctx.Done():
+			return false, errShutdown
+		}
+	}
+	// A client that stops mid-request leaves the upstream with half a
+	// frame: the error closes both connections.
+	c.upSet.Lock()
+	up := c.up
+	c.upSet.Unlock()
+	if err := copyLong(c.upW, up, c.br, size+4, &c.p.chunks); err != nil {
+		return false, fmt.Errorf("streaming %s request: %w", kmsg.NameForKey(key), err)
+	}
+	return true, nil
+}
+
+// nextFrameBuffered reports whether a whole next request is already
+// buffered, so that flushing upstream can wait for it.
+func (c *conn) nextFrameBuffered() bool {
+	n := c.br.Buffered()
+	if n < 4 {
+		return false
+	}
+	b, _ := c.br.Peek(4)
+	return int64(n-4) >= int64(int32(binary.BigEndian.Uint32(b)))
+}
+
+// handle routes one request frame (without its size prefix). An error
+// closes the connection: the client sent something no broker would
+// accept.
+func (c *conn) handle(fr []byte) error {
+	if len(fr) < 4 {
+		return fmt.Errorf("request of %d bytes: %w", len(fr), frame.ErrMalformed)
+	}
+	key := int16(binary.BigEndian.Uint16(fr))
+	version := int16(binary.BigEndian.Uint16(fr[2:]))
+	// Kafka closes the connection on a key it does not know (its request
+	// header parser throws InvalidRequestException); kfake would panic.
+	if key < 0 || key > maxKey || c.p.flexFrom[key] < 0 {
+		return fmt.Errorf("unknown api key %d", key)
+	}
+	flexible := version >= c.p.flexFrom[key]
+	hdr, body, err := frame.ParseRequestHeader(fr, flexible)
+	if err != nil {
+		return err
+	}
+	t := c.p.state.load().table
+	if !t.allows(key, version) {
+		if key == 18 && t.has[18] && version > t.max[18] {
+			// KIP-511: a newer client's ApiVersions is answered at v0 with
+			// the range the proxy speaks, not dropped.
+			s := &slot{key: key, version: 0, corr: hdr.CorrelationID}
+			if err := c.enqueue(s); err != nil {
+				return err
+			}
+			return c.q.complete(s, encodeResponse(nil, hdr.CorrelationID, unsupportedApiVersions(t)), nil)
+		}
+		if !t.has[key] {
+			return fmt.Errorf("api key %d (%s) is not offered by the gateway", key, kmsg.NameForKey(key))
+		}
+		// Kafka closes the connection on a version it does not support.
+		return fmt.Errorf("%s v%d is outside the supported range v%d-v%d", kmsg.NameForKey(key), version, t.min[key], t.max[key])
+	}
+
+	if key == 0 {
+		acks, err := produceAcks(body, version, flexible)
+		if err != nil {
+			return err
+		}
+		if acks == 0 { // no response, so no slot and no upstream wait
+			return c.send(nil, fr, false)
+		}
+	}
+	if key == 1 && version >= 11 && !c.rackSeen && c.p.opts.OnFetchRack != nil {
+		c.rackSeen = true
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(version)
+		if err := req.ReadFrom(body); err != nil {
+			return fmt.Errorf("decode Fetch v%d request: %w", version, err)
+		}
+		var clientID string
+		if hdr.ClientID != nil {
+			clientID = *hdr.ClientID
+		}
+		c.p.opts.OnFetchRack(c.info, clientID, req.Rack)
+	}
+	s := &slot{key: key, version: version, corr: hdr.CorrelationID}
+	if ic := c.p.opts.Interceptor; ic != nil && ic.Intercepts(key) {
+		owned := bytes.Clone(fr)
+		req := kmsg.RequestForKey(key)
+		req.SetVersion(version)
+		if err := req.ReadFrom(owned[len(fr)-len(body):]); err != nil {
+			return fmt.Errorf("decode %s v%d request: %w", kmsg.NameForKey(key), version, err)
+		}
+		if err := c.enqueue(s); err != nil {
+			return err
+		}
+		go c.intercept(s, hdr, req, owned)
+		return nil
+	}
+	if err := c.enqueue(s); err != nil {
+		return err
+	}
+	return c.send(s, fr, false)
+}
+
+func (c *conn) enqueue(s *slot) error { return c.q.push(s) }
+
+// complete hands s's answer to the response queue, closing the connection
+// when the answer is an error or cannot be written.
+func (c *conn) complete(s *slot, resp []byte, err error) {
+	if err := c.q.complete(s, resp, err); err != nil {
+		c.close(err)
+	}
+}
+
+// send writes a request frame upstream, registering s (nil for a request
+// with no response) for the upstream's answer.
+func (c *conn) send(s *slot, fr []byte, flush bool) error {
+	c.upMu.Lock()
+	defer c.upMu.Unlock()
+	if s != nil {
+		select {
+		case c.inflight <- s:
+		case <-c.ctx.Done():
+			return errShutdown
+		}
+	}
+	var prefix [4]byte
+	binary.BigEndian.PutUint32(prefix[:], uint32(len(fr)))
+	c.upW.Write(prefix[:])
+	if _, err := c.upW.Write(fr); err != nil {
+		return fmt.Errorf("upstream write: %w", err)
+	}
+	if flush {
+		return c.upW.Flush()
+	}
+	return nil
+}
+
+func (c *conn) flushUpstream() error {
+	c.upMu.Lock()
+	defer c.upMu.Unlock()
+	if c.upW.Buffered() == 0 {
+		return nil
+	}
+	return c.upW.Flush()
+}
+
+func (c *conn) intercept(s *slot, hdr frame.RequestHeader, req kmsg.Request, fr []byte) {
+	defer c.recoverPanic("interceptor")
+	d, err := c.p.opts.Interceptor.Intercept(c.ctx, Request{Conn: c.info, ClientID: hdr.ClientID, CorrelationID: hdr.CorrelationID, Req: req})
+	if err != nil {
+		c.complete(s, nil, fmt.Errorf("interceptor: %s: %w", kmsg.NameForKey(s.key), err))
+		return
+	}
+	switch {
+	case d.Respond != nil:
+		if d.Respond.Key() != s.key {
+			c.complete(s, nil, fmt.Errorf("interceptor answered %s with a %s response", kmsg.NameForKey(s.key), kmsg.NameForKey(d.Respond.Key())))
+			return
+		}
+		d.Respond.SetVersion(s.version)
+		c.complete(s, encodeResponse(nil, s.corr, d.Respond), nil)
+		return
+	case d.Forward != nil:
+		if d.Forward.Key() != s.key {
+			c.complete(s, nil, fmt.Errorf("interceptor forwarded %s as %s", kmsg.NameForKey(s.key), kmsg.NameForKey(d.Forward.Key())))
+			return
+		}
+		d.Forward.SetVersion(s.version)
+		fr = d.Forward.AppendTo(frame.AppendRequestHeader(nil, hdr))
+	}
+	s.onResponse = d.OnResponse
+	if err := c.send(s, fr, true); err != nil {
+		c.close(err)
+	}
+}
+
+func (c *conn) readUpstream(r *bufio.Reader) {
+	defer c.recoverPanic("response reader")
+	for {
+		// Read before anything is in flight, so that an upstream closing
+		// an idle connection (connections.max.idle.ms) closes the client's
+		// at once, as the broker itself would have.
+		head, err := r.Peek(8) // size and correlation id
+		if err != nil {
+			if c.ctx.Err() == nil {
+				if len(c.inflight) == 0 && errors.Is(err, io.EOF) {
+					c.log.Info("upstream closed an idle connection")
+					c.close(nil)
+				} else {
+					c.close(fmt.Errorf("upstream connection: %w", err))
+				}
+			}
+			return
+		}
+		var s *slot
+		select {
+		case s = <-c.inflight:
+		case <-c.ctx.Done():
+			return
+		}
+		size := int64(int32(binary.BigEndian.Uint32(head)))
+		if size < 4 || int32(binary.BigEndian.Uint32(head[4:])) != s.corr {
+			c.close(fmt.Errorf("upstream answered out of order: %s correlation id %d expected", kmsg.NameForKey(s.key), s.corr))
+			return
+		}
+		if size >= c.p.streamAt && streamable(s) && c.q.acquireHead(s) {
+			err := c.stream(s, r, size)
+			if werr := c.q.releaseHead(err); werr != nil || err != nil {
+				c.close(fmt.Errorf("streaming %s response: %w", kmsg.NameForKey(s.key), errors.Join(err, werr)))
+				return
+			}
+			continue
+		}
+		fr, err := frame.Read(r, nil, math.MaxInt32)
+		if err != nil {
+			if c.ctx.Err() == nil {
+				c.close(fmt.Errorf("upstream connection: %w", err))
+			}
+			return
+		}
+		resp, err := c.transform(s, fr)
+		c.complete(s, resp, err)
+	}
+}
+
+// stream copies the response for s, size bytes after its prefix, from the
+// upstream to the client, which the caller holds the right to write to.
+func (c *conn) stream(s *slot, r *bufio.Reader, size int64) error {
+	w := c.q.bw
+	if _, err := r.Discard(4); err != nil {
+		return err
+	}
+	var prefix [4]byte
+	binary.BigEndian.PutUint32(prefix[:], uint32(size))
+	w.Write(prefix[:])
+	st := &streamer{r: r, w: w, raw: c.nc, bufs: &c.p.chunks, left: size}
+	if s.key == 1 && s.version >= 16 {
+		if err := st.fetch(s.version, c.p.advertise); err != nil {
+			return err
+		}
+	} else if st.copy(size); st.err != nil {
+		return st.err
+	}
+	return w.Flush()
+}
+
+// transform returns the response frame for the client: the upstream's
+// bytes, or a rewrite when the response names brokers, is ApiVersions, or
+// the interceptor asked to see it.
+func (c *conn) transform(s *slot, fr []byte) ([]byte, error) {
+	if s.key != 18 && s.onResponse == nil && !namesBrokers(s.key, s.version) {
+		return fr, nil
+	}
+	flexible := s.key != 18 && s.version >= c.p.flexFrom[s.key]
+	corr, body, err := frame.ParseResponseHeader(fr, flexible)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %s response: %w", kmsg.NameForKey(s.key), err)
+	}
+	var out []byte
+	switch {
+	case s.onResponse != nil:
+		resp, err := decodeResponse(s.key, s.version, body)
+		if err != nil {
+			return nil, fmt.Errorf("upstream: %w", err)
+		}
+		resp = s.onResponse(resp)
+		resp.SetVersion(s.version)
+		if r, ok := resp.(*kmsg.ApiVersionsResponse); ok {
+			limitApiVersions(r, c.p.state.load().table)
+		} else {
+			rewriteAddresses(resp, c.p.advertise)
+		}
+		out = resp.AppendTo(nil)
+	case s.key == 18:
+		out, err = rewriteApiVersions(s.version, body, c.p.state.load().table)
+	default:
+		out, err = rewriteResponseBody(s.key, s.version, body, c.p.advertise)
+	}
+	switch {
+	case errors.Is(err, errNotRewritten):
+		return fr, nil
+	case err != nil:
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	return append(frame.AppendResponseHeader(make([]byte, 0, 5+len(out)), corr, flexible), out...), nil
+}

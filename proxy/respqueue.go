@@ -1,0 +1,185 @@
+package proxy
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"sync"
+)
+
+// respQueue keeps one connection's responses in request order and writes
+// them to the client.
+//
+// There is no writer goroutine: whichever goroutine completes a slot (the
+// upstream reader, an interceptor, the request reader for local answers)
+// writes out every response that is ready at the head of the queue, unless
+// another goroutine is already doing so, in which case that one picks the
+// new response up before it stops. That saves a goroutine hand-off per
+// response, which is most of a proxy's added latency on a busy machine.
+type respQueue struct {
+	mu      sync.Mutex
+	space   sync.Cond // signalled when slots leave the queue or it dies
+	slots   []*slot
+	head    int
+	batch   []*slot // reused by the writing goroutine
+	writing bool    // a goroutine is writing; only it touches bw
+	closed  bool    // no more pushes
+	dead    bool    // the connection is closed
+	bw      *bufio.Writer
+
+	finished chan struct{} // closed once closed and every slot written
+	finOnce  sync.Once
+}
+
+func newRespQueue(bw *bufio.Writer) *respQueue {
+	q := &respQueue{bw: bw, finished: make(chan struct{})}
+	q.space.L = &q.mu
+	return q
+}
+
+// push appends s, waiting while clientQueueDepth responses are pending
+// (which stops the connection's reading, pushing back on the client).
+func (q *respQueue) push(s *slot) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.slots)-q.head >= clientQueueDepth && !q.dead {
+		q.space.Wait()
+	}
+	if q.dead {
+		return errShutdown
+	}
+	q.slots = append(q.slots, s)
+	return nil
+}
+
+// complete records s's answer and writes whatever is ready. A write error,
+// or a slot whose answer is an error, is returned to be turned into
+// closing the connection.
+func (q *respQueue) complete(s *slot, resp []byte, err error) error {
+	q.mu.Lock()
+	s.resp, s.err, s.ready = resp, err, true
+	if q.writing || q.dead {
+		q.mu.Unlock()
+		return nil
+	}
+	q.writing = true
+	werr := q.writeReady()
+	q.writing = false
+	if werr != nil {
+		q.dead = true
+		q.space.Broadcast()
+	}
+	q.maybeFinish()
+	q.mu.Unlock()
+	return werr
+}
+
+// writeReady writes the ready slots at the head, repeatedly, until the head
+// is not ready. It is called and returns with mu held, and releases it
+// while writing.
+func (q *respQueue) writeReady() error {
+	for {
+		batch := q.batch[:0]
+		for q.head < len(q.slots) && q.slots[q.head].ready {
+			batch = append(batch, q.slots[q.head])
+			q.slots[q.head] = nil
+			q.head++
+		}
+		switch {
+		case q.head == len(q.slots):
+			q.slots, q.head = q.slots[:0], 0
+		case q.head > 64 && q.head > len(q.slots)/2:
+			n := copy(q.slots, q.slots[q.head:])
+			clear(q.slots[n:])
+			q.slots, q.head = q.slots[:n], 0
+		}
+		q.batch = batch
+		if len(batch) == 0 {
+			return nil
+		}
+		q.space.Broadcast()
+		q.mu.Unlock()
+		err := q.write(batch)
+		clear(batch)
+		q.mu.Lock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (q *respQueue) write(batch []*slot) error {
+	var prefix [4]byte
+	for _, s := range batch {
+		if s.err != nil {
+			q.bw.Flush() // the answers before it still go out
+			return s.err
+		}
+		binary.BigEndian.PutUint32(prefix[:], uint32(len(s.resp)))
+		q.bw.Write(prefix[:])
+		if _, err := q.bw.Write(s.resp); err != nil {
+			return fmt.Errorf("writing response: %w", err)
+		}
+	}
+	if err := q.bw.Flush(); err != nil {
+		return fmt.Errorf("writing response: %w", err)
+	}
+	return nil
+}
+
+// acquireHead takes the right to write for a response streamed straight
+// to the client: it succeeds only when s is next in order and nobody is
+// writing, and removes s from the queue. The caller must call releaseHead.
+func (q *respQueue) acquireHead(s *slot) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.writing || q.dead || q.head >= len(q.slots) || q.slots[q.head] != s {
+		return false
+	}
+	q.writing = true
+	q.slots[q.head] = nil
+	q.head++
+	q.space.Broadcast()
+	return true
+}
+
+// releaseHead ends a streamed write (failed says whether it broke
+// off), then writes the responses that became ready meanwhile.
+func (q *respQueue) releaseHead(failed error) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var err error
+	if failed == nil {
+		err = q.writeReady()
+	}
+	q.writing = false
+	if failed != nil || err != nil {
+		q.dead = true
+		q.space.Broadcast()
+	}
+	q.maybeFinish()
+	return err
+}
+
+// close says no more slots will be pushed; finished is closed once the
+// pending ones are written.
+func (q *respQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.maybeFinish()
+	q.mu.Unlock()
+}
+
+// kill wakes a push waiting for space on a connection that is closing.
+func (q *respQueue) kill() {
+	q.mu.Lock()
+	q.dead = true
+	q.space.Broadcast()
+	q.mu.Unlock()
+}
+
+func (q *respQueue) maybeFinish() {
+	if q.closed && !q.writing && q.head == len(q.slots) {
+		q.finOnce.Do(func() { close(q.finished) })
+	}
+}

@@ -1,0 +1,365 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const fuzzHost = "proxy.example"
+
+// fuzzAdvertise advertises nodes 0..999 at fuzzHost:9000+node and refuses
+// the rest, as a proxy that cannot open a listener would.
+func fuzzAdvertise(node int32, _ string, _ int32) (string, int32, bool) {
+	if node < 0 || node >= 1000 {
+		return "", -1, false
+	}
+	return fuzzHost, 9000 + node, true
+}
+
+// checkAdvertised returns an error naming the first address in resp that
+// is not the advertised one for its node.
+func checkAdvertised(resp kmsg.Response) error {
+	bad := func(node int32, host string, port int32) error {
+		h, p, ok := fuzzAdvertise(node, "", 0)
+		if !ok || host != h || port != p {
+			return fmt.Errorf("node %d at %s:%d", node, host, port)
+		}
+		return nil
+	}
+	coord := func(node int32, host string, port int32) error {
+		if node < 0 && host == "" {
+			return nil // names no broker
+		}
+		return bad(node, host, port)
+	}
+	var errs []error
+	switch r := resp.(type) {
+	case *kmsg.MetadataResponse:
+		for _, b := range r.Brokers {
+			errs = append(errs, bad(b.NodeID, b.Host, b.Port))
+		}
+	case *kmsg.FindCoordinatorResponse:
+		if r.Version < 4 {
+			errs = append(errs, coord(r.NodeID, r.Host, r.Port))
+		}
+		for _, c := range r.Coordinators {
+			errs = append(errs, coord(c.NodeID, c.Host, c.Port))
+		}
+	case *kmsg.DescribeClusterResponse:
+		for _, b := range r.Brokers {
+			errs = append(errs, bad(b.NodeID, b.Host, b.Port))
+		}
+	case *kmsg.ProduceResponse:
+		for _, b := range r.Brokers {
+			errs = append(errs, bad(b.NodeID, b.Host, b.Port))
+		}
+	case *kmsg.FetchResponse:
+		for _, b := range r.Brokers {
+			errs = append(errs, bad(b.NodeID, b.Host, b.Port))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// rewrittenKeys are the responses whose broker addresses the proxy
+// rewrites.
+var rewrittenKeys = []int16{0, 1, 3, 10, 60}
+
+// sampleResponses returns, per rewritten key and version, a response
+// naming upstream brokers (some of which cannot be advertised).
+func sampleResponses() []kmsg.Response {
+	rack := "r1"
+	var out []kmsg.Response
+	for _, key := range rewrittenKeys {
+		proto := kmsg.ResponseForKey(key)
+		for v := int16(0); v <= proto.MaxVersion(); v++ {
+			if !namesBrokers(key, v) {
+				continue
+			}
+			resp := kmsg.ResponseForKey(key)
+			resp.SetVersion(v)
+			switch r := resp.(type) {
+			case *kmsg.MetadataResponse:
+				r.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 1, Host: "up1", Port: 9092, Rack: &rack}, {NodeID: 5000, Host: "far", Port: 1}, {NodeID: 2, Host: "up2", Port: 9092}}
+			case *kmsg.FindCoordinatorResponse:
+				r.NodeID, r.Host, r.Port = 3, "up3", 9092
+				r.Coordinators = []kmsg.FindCoordinatorResponseCoordinator{{Key: "a", NodeID: 3, Host: "up3", Port: 9092}, {Key: "b", NodeID: -1, Host: "", Port: -1, ErrorCode: 15}, {Key: "c", NodeID: 7000, Host: "far", Port: 1}}
+			case *kmsg.DescribeClusterResponse:
+				r.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: 0, Host: "up0", Port: 9092}, {NodeID: 4, Host: "up4", Port: 9092, Rack: &rack}}
+			case *kmsg.ProduceResponse:
+				r.Brokers = []kmsg.ProduceResponseBroker{{NodeID: 2, Host: "up2", Port: 9092}}
+			case *kmsg.FetchResponse:
+				r.Brokers = []kmsg.FetchResponseBroker{{NodeID: 2, Host: "up2", Port: 9092}, {NodeID: -4, Host: "neg", Port: 9}}
+			}
+			out = append(out, resp)
+		}
+	}
+	return out
+}
+
+func TestRewriteAddresses_EveryVersionAdvertisesOnlyProxyAddresses(t *testing.T) {
+	for _, resp := range sampleResponses() {
+		name := fmt.Sprintf("%s v%d", kmsg.NameForKey(resp.Key()), resp.GetVersion())
+		out, err := rewriteResponseBody(resp.Key(), resp.GetVersion(), resp.AppendTo(nil), fuzzAdvertise)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		back, err := decodeResponse(resp.Key(), resp.GetVersion(), out)
+		if err != nil {
+			t.Errorf("%s: rewritten response does not decode: %v", name, err)
+			continue
+		}
+		if err := checkAdvertised(back); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		// Brokers that cannot be advertised are dropped, never leaked.
+		switch r := back.(type) {
+		case *kmsg.MetadataResponse:
+			if len(r.Brokers) != 2 {
+				t.Errorf("%s: %d brokers, want the 2 advertisable", name, len(r.Brokers))
+			}
+		case *kmsg.FindCoordinatorResponse:
+			if r.GetVersion() >= 4 {
+				if c := r.Coordinators[2]; c.ErrorCode != 15 || c.NodeID != -1 {
+					t.Errorf("%s: unadvertisable coordinator answered %+v, want COORDINATOR_NOT_AVAILABLE", name, c)
+				}
+			}
+		}
+	}
+}
+
+func TestRewriteAddresses_ProduceAndFetchWithoutEndpointsPassRaw(t *testing.T) {
+	for _, resp := range []kmsg.Response{kmsg.NewPtrProduceResponse(), kmsg.NewPtrFetchResponse()} {
+		resp.SetVersion(resp.MaxVersion())
+		if _, err := rewriteResponseBody(resp.Key(), resp.GetVersion(), resp.AppendTo(nil), fuzzAdvertise); !errors.Is(err, errNotRewritten) {
+			t.Errorf("%s with no node endpoints: %v, want it forwarded unchanged", kmsg.NameForKey(resp.Key()), err)
+		}
+	}
+}
+
+// FuzzRewriteAddresses feeds arbitrary bytes, as every rewritten response
+// key and version, to the rewriter: it must not panic, and whatever it
+// writes must decode and name only advertised addresses.
+func FuzzRewriteAddresses(f *testing.F) {
+	for _, resp := range sampleResponses() {
+		f.Add(uint8(slices.Index(rewrittenKeys, resp.Key())), uint8(resp.GetVersion()), resp.AppendTo(nil))
+	}
+	f.Fuzz(func(t *testing.T, k, v uint8, body []byte) {
+		key := rewrittenKeys[int(k)%len(rewrittenKeys)]
+		version := int16(v % uint8(kmsg.ResponseForKey(key).MaxVersion()+1))
+		if !namesBrokers(key, version) {
+			return
+		}
+		out, err := rewriteResponseBody(key, version, body, fuzzAdvertise)
+		if errors.Is(err, errNotRewritten) {
+			in, derr := decodeResponse(key, version, body)
+			if derr != nil {
+				t.Fatalf("not rewritten, yet does not decode: %v", derr)
+			}
+			if err := checkAdvertised(in); err != nil {
+				t.Fatalf("forwarded unchanged with upstream addresses: %v", err)
+			}
+			return
+		}
+		if err != nil {
+			return // undecodable: the connection is closed
+		}
+		back, err := decodeResponse(key, version, out)
+		if err != nil {
+			t.Fatalf("rewritten response does not decode: %v", err)
+		}
+		if err := checkAdvertised(back); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func testTable() *apiTable {
+	t := &apiTable{}
+	for _, k := range []int16{0, 1, 3, 18, 11} {
+		t.has[k], t.min[k], t.max[k] = true, 1, kmsgMax(k)-1
+	}
+	return t
+}
+
+// FuzzRewriteApiVersions feeds arbitrary bytes as every ApiVersions
+// response version: no panic, and a rewritten answer offers only what the
+// table allows.
+func FuzzRewriteApiVersions(f *testing.F) {
+	for v := int16(0); v <= kmsgMax(18); v++ {
+		r := kmsg.NewPtrApiVersionsResponse()
+		r.Version = v
+		for k := int16(0); k < 100; k += 3 {
+			r.ApiKeys = append(r.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: 0, MaxVersion: 40})
+		}
+		f.Add(uint8(v), r.AppendTo(nil))
+	}
+	tbl := testTable()
+	f.Fuzz(func(t *testing.T, v uint8, body []byte) {
+		version := int16(v % uint8(kmsgMax(18)+1))
+		out, err := rewriteApiVersions(version, body, tbl)
+		if err != nil {
+			return
+		}
+		back, err := decodeResponse(18, version, out)
+		if err != nil {
+			t.Fatalf("rewritten ApiVersions does not decode: %v", err)
+		}
+		for _, k := range back.(*kmsg.ApiVersionsResponse).ApiKeys {
+			if k.ApiKey < 0 || k.ApiKey > maxKey || !tbl.has[k.ApiKey] || k.MinVersion < tbl.min[k.ApiKey] || k.MaxVersion > tbl.max[k.ApiKey] || k.MinVersion > k.MaxVersion {
+				t.Fatalf("offers key %d v%d-v%d", k.ApiKey, k.MinVersion, k.MaxVersion)
+			}
+		}
+	})
+}
+
+func TestProduceAcks_MatchesKmsgForEveryVersion(t *testing.T) {
+	txn := "txn-1"
+	for v := int16(0); v <= kmsgMax(0); v++ {
+		for _, id := range []*string{nil, &txn} {
+			for _, acks := range []int16{0, 1, -1} {
+				req := kmsg.NewPtrProduceRequest()
+				req.Version = v
+				req.TransactionID = id
+				req.Acks = acks
+				req.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 1, Records: []byte{1, 2, 3}}}}}
+				got, err := produceAcks(req.AppendTo(nil), v, req.IsFlexible())
+				if err != nil || got != acks {
+					t.Errorf("v%d txn %v acks %d: read %d, %v", v, id != nil, acks, got, err)
+				}
+			}
+		}
+	}
+}
+
+// FuzzProduceAcks: arbitrary request bytes never panic, and when kmsg can
+// decode them the acks agree.
+func FuzzProduceAcks(f *testing.F) {
+	req := kmsg.NewPtrProduceRequest()
+	for v := int16(0); v <= kmsgMax(0); v++ {
+		req.Version = v
+		f.Add(uint8(v), req.AppendTo(nil))
+	}
+	f.Fuzz(func(t *testing.T, v uint8, body []byte) {
+		version := int16(v % uint8(kmsgMax(0)+1))
+		req := kmsg.NewPtrProduceRequest()
+		req.Version = version
+		got, err := produceAcks(body, version, req.IsFlexible())
+		if req.ReadFrom(body) == nil && (err != nil || got != req.Acks) {
+			t.Fatalf("acks %d, %v; kmsg reads %d", got, err, req.Acks)
+		}
+	})
+}
+
+// FuzzFetchHasTopLevelTags: whenever kmsg finds node endpoints in a Fetch
+// response, the walker must have said there are tags to look at.
+func FuzzFetchHasTopLevelTags(f *testing.F) {
+	for v := int16(16); v <= kmsgMax(1); v++ {
+		r := kmsg.NewPtrFetchResponse()
+		r.Version = v
+		tp := kmsg.NewFetchResponseTopic()
+		pp := kmsg.NewFetchResponseTopicPartition()
+		pp.RecordBatches = []byte{1, 2, 3, 4}
+		pp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 1}}
+		tp.Partitions = append(tp.Partitions, pp, pp)
+		r.Topics = append(r.Topics, tp)
+		f.Add(uint8(v), r.AppendTo(nil))
+		r.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "h", Port: 1}}
+		f.Add(uint8(v), r.AppendTo(nil))
+	}
+	f.Fuzz(func(t *testing.T, v uint8, body []byte) {
+		version := 16 + int16(v%uint8(kmsgMax(1)-15))
+		has := fetchHasTopLevelTags(body)
+		resp, err := decodeResponse(1, version, body)
+		if err != nil {
+			return
+		}
+		if r := resp.(*kmsg.FetchResponse); len(r.Brokers) > 0 && !has {
+			t.Fatalf("walker missed %d node endpoints", len(r.Brokers))
+		}
+	})
+}
+
+func TestFetchHasTopLevelTags_AgreesWithKmsgOnWellFormedResponses(t *testing.T) {
+	for v := int16(16); v <= kmsgMax(1); v++ {
+		for _, brokers := range [][]kmsg.FetchResponseBroker{nil, {{NodeID: 2, Host: "up", Port: 9}}} {
+			r := kmsg.NewPtrFetchResponse()
+			r.Version = v
+			for range 3 {
+				tp := kmsg.NewFetchResponseTopic()
+				for p := range 4 {
+					pp := kmsg.NewFetchResponseTopicPartition()
+					pp.Partition = int32(p)
+					pp.RecordBatches = make([]byte, 100*p)
+					tp.Partitions = append(tp.Partitions, pp)
+				}
+				r.Topics = append(r.Topics, tp)
+			}
+			r.Brokers = brokers
+			if got := fetchHasTopLevelTags(r.AppendTo(nil)); got != (len(brokers) > 0) {
+				t.Errorf("v%d with %d endpoints: walker says tags %v", v, len(brokers), got)
+			}
+		}
+	}
+}
+
+// FuzzProduceHasTopLevelTags: whenever kmsg finds node endpoints in a
+// Produce response, the walker must have said there are tags to look at.
+func FuzzProduceHasTopLevelTags(f *testing.F) {
+	for v := int16(10); v <= kmsgMax(0); v++ {
+		for _, brokers := range [][]kmsg.ProduceResponseBroker{nil, {{NodeID: 1, Host: "h", Port: 1}}} {
+			r := kmsg.NewPtrProduceResponse()
+			r.Version = v
+			tp := kmsg.NewProduceResponseTopic()
+			tp.Topic = "t"
+			pp := kmsg.NewProduceResponseTopicPartition()
+			pp.ErrorRecords = []kmsg.ProduceResponseTopicPartitionErrorRecord{{RelativeOffset: 1}}
+			tp.Partitions = append(tp.Partitions, pp, pp)
+			r.Topics = append(r.Topics, tp)
+			r.Brokers = brokers
+			f.Add(uint8(v), r.AppendTo(nil))
+		}
+	}
+	f.Fuzz(func(t *testing.T, v uint8, body []byte) {
+		version := 10 + int16(v%uint8(kmsgMax(0)-9))
+		has := produceHasTopLevelTags(body, version)
+		resp, err := decodeResponse(0, version, body)
+		if err != nil {
+			return
+		}
+		if r := resp.(*kmsg.ProduceResponse); len(r.Brokers) > 0 && !has {
+			t.Fatalf("walker missed %d node endpoints", len(r.Brokers))
+		}
+	})
+}
+
+func TestProduceHasTopLevelTags_AgreesWithKmsgOnWellFormedResponses(t *testing.T) {
+	msg := "bad record"
+	for v := int16(10); v <= kmsgMax(0); v++ {
+		for _, brokers := range [][]kmsg.ProduceResponseBroker{nil, {{NodeID: 2, Host: "up", Port: 9}}} {
+			r := kmsg.NewPtrProduceResponse()
+			r.Version = v
+			for _, name := range []string{"a", "topic-b"} {
+				tp := kmsg.NewProduceResponseTopic()
+				tp.Topic = name
+				for p := range 3 {
+					pp := kmsg.NewProduceResponseTopicPartition()
+					pp.Partition = int32(p)
+					pp.ErrorMessage = &msg
+					pp.ErrorRecords = []kmsg.ProduceResponseTopicPartitionErrorRecord{{RelativeOffset: 3, ErrorMessage: &msg}}
+					tp.Partitions = append(tp.Partitions, pp)
+				}
+				r.Topics = append(r.Topics, tp)
+			}
+			r.Brokers = brokers
+			if got := produceHasTopLevelTags(r.AppendTo(nil), v); got != (len(brokers) > 0) {
+				t.Errorf("v%d with %d endpoints: walker says tags %v", v, len(brokers), got)
+			}
+		}
+	}
+}

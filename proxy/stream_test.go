@@ -1,0 +1,119 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wasmassign/wasmassign/proxy/frame"
+)
+
+// fetchWithEndpoints returns a Fetch response body naming brokers at
+// upstream hosts of the given lengths.
+func fetchWithEndpoints(version int16, hosts ...string) []byte {
+	r := kmsg.NewPtrFetchResponse()
+	r.Version = version
+	tp := kmsg.NewFetchResponseTopic()
+	pp := kmsg.NewFetchResponseTopicPartition()
+	pp.ErrorCode = 6
+	pp.RecordBatches = bytes.Repeat([]byte{7}, 300)
+	tp.Partitions = append(tp.Partitions, pp)
+	r.Topics = append(r.Topics, tp)
+	for i, h := range hosts {
+		r.Brokers = append(r.Brokers, kmsg.FetchResponseBroker{NodeID: int32(i), Host: h, Port: 9092})
+	}
+	return r.AppendTo(nil)
+}
+
+// streamFetch runs a Fetch response body through the streaming rewriter
+// and returns what the client would read after the size prefix.
+func streamFetch(version int16, body []byte) ([]byte, error) {
+	in := frame.AppendResponseHeader(nil, 42, true)
+	in = append(in, body...)
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	st := &streamer{r: bufio.NewReader(bytes.NewReader(in)), w: w, left: int64(len(in))}
+	if err := st.fetch(version, fuzzAdvertise); err != nil {
+		return nil, err
+	}
+	w.Flush()
+	if out.Len() != len(in) {
+		return nil, errStreamMalformed
+	}
+	_, b, err := frame.ParseResponseHeader(out.Bytes(), true)
+	return b, err
+}
+
+func TestStreamFetch_RewritesEndpointsInPlaceOrDropsThem(t *testing.T) {
+	cases := []struct {
+		name      string
+		hosts     []string
+		wantKept  bool // the endpoints fit once rewritten
+		wantNodes int
+	}{
+		{"no endpoints", nil, true, 0},
+		{"longer upstream hosts: rewritten and padded", []string{"broker-0.kafka.internal.example.com", "broker-1.kafka.internal.example.com"}, true, 2},
+		{"shorter upstream hosts: dropped", []string{"k0", "k1"}, false, 0},
+	}
+	for v := int16(16); v <= kmsgMax(1); v++ {
+		for _, tc := range cases {
+			body := fetchWithEndpoints(v, tc.hosts...)
+			out, err := streamFetch(v, body)
+			if err != nil {
+				t.Fatalf("v%d %s: %v", v, tc.name, err)
+			}
+			if len(out) != len(body) {
+				t.Fatalf("v%d %s: %d bytes out of %d", v, tc.name, len(out), len(body))
+			}
+			resp, err := decodeResponse(1, v, out)
+			if err != nil {
+				t.Fatalf("v%d %s: streamed response does not decode: %v", v, tc.name, err)
+			}
+			r := resp.(*kmsg.FetchResponse)
+			if err := checkAdvertised(r); err != nil {
+				t.Errorf("v%d %s: %v", v, tc.name, err)
+			}
+			if len(r.Brokers) != tc.wantNodes {
+				t.Errorf("v%d %s: %d endpoints, want %d", v, tc.name, len(r.Brokers), tc.wantNodes)
+			}
+			if len(r.Topics) != 1 || !bytes.Equal(r.Topics[0].Partitions[0].RecordBatches, bytes.Repeat([]byte{7}, 300)) {
+				t.Errorf("v%d %s: records changed", v, tc.name)
+			}
+			if len(tc.hosts) == 0 && !bytes.Equal(out, body) {
+				t.Errorf("v%d %s: a response without endpoints was changed", v, tc.name)
+			}
+		}
+	}
+}
+
+// FuzzStreamFetch: arbitrary Fetch bodies through the streaming rewriter
+// never panic, never change the length, and never leak an address.
+func FuzzStreamFetch(f *testing.F) {
+	for v := int16(16); v <= kmsgMax(1); v++ {
+		f.Add(uint8(v), fetchWithEndpoints(v))
+		f.Add(uint8(v), fetchWithEndpoints(v, "upstream-broker-with-a-long-name", "x"))
+		f.Add(uint8(v), fetchWithEndpoints(v, "a", "b", "c"))
+	}
+	f.Fuzz(func(t *testing.T, vb uint8, body []byte) {
+		version := 16 + int16(vb%uint8(kmsgMax(1)-15))
+		out, err := streamFetch(version, body)
+		if err != nil {
+			return // the connection is closed
+		}
+		if len(out) != len(body) {
+			t.Fatalf("%d bytes out of %d", len(out), len(body))
+		}
+		resp, err := decodeResponse(1, version, out)
+		if err != nil {
+			if _, derr := decodeResponse(1, version, body); derr == nil {
+				t.Fatalf("a decodable response became undecodable: %v", err)
+			}
+			return
+		}
+		if err := checkAdvertised(resp); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
