@@ -61,9 +61,9 @@ bench: build testdata
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
 	cd sdk/go && $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
 
-## run: until the gateway lands, a simulate demo over an example scenario.
+## run: the gateway on its embedded cluster (examples/gateway.toml); Ctrl-C stops it.
 run: build
-	bin/wasmassign simulate --scenario examples/scenario.json --format table
+	bin/wasmassign serve --config examples/gateway.toml
 
 clean:
 	rm -rf bin $(BUILTIN_WASM) testdata/guests/go/*.wasm

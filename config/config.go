@@ -55,7 +55,9 @@ type Server struct {
 	// rewritten broker addresses.
 	AdvertisedHost string
 	// BrokerPortBase is the port of the listener for node 0; node N listens
-	// on BrokerPortBase+N unless BrokerPorts maps it.
+	// on BrokerPortBase+N unless BrokerPorts maps it. 0 gives every broker
+	// listener a free port (for tests; clients learn the ports from
+	// metadata).
 	BrokerPortBase int
 	// BrokerPorts maps node ids to listener ports, overriding the base.
 	BrokerPorts map[int32]int
@@ -77,6 +79,9 @@ type Server struct {
 func (s Server) BrokerPort(node int32) int {
 	if p, ok := s.BrokerPorts[node]; ok {
 		return p
+	}
+	if s.BrokerPortBase == 0 {
+		return 0
 	}
 	return s.BrokerPortBase + int(node)
 }
@@ -149,6 +154,10 @@ type Group struct {
 	// InitialRebalanceDelay delays the first rebalance of an empty group so
 	// that members starting together join one generation.
 	InitialRebalanceDelay time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeouts
+	// members may ask for, as Kafka's group.min.session.timeout.ms and
+	// group.max.session.timeout.ms (6s and 30m by default).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// MaxSize bounds the number of members; 0 means no bound.
 	MaxSize int
 	// RebalanceOnReload makes the group rebalance when its plugin is
@@ -327,6 +336,8 @@ type file struct {
 		Priority              []string          `toml:"priority"`
 		Fallback              *string           `toml:"fallback"`
 		InitialRebalanceDelay *string           `toml:"initial_rebalance_delay"`
+		MinSessionTimeout     *string           `toml:"min_session_timeout"`
+		MaxSessionTimeout     *string           `toml:"max_session_timeout"`
 		MaxSize               int               `toml:"max_size"`
 		RebalanceOnReload     bool              `toml:"rebalance_on_reload"`
 		Config                map[string]string `toml:"config"`
@@ -382,8 +393,8 @@ func (c *Config) server(f *file, dir string) error {
 	if s.AdvertisedHost == "" {
 		return c.errorf("server.advertised_host", "must not be empty")
 	}
-	if s.BrokerPortBase < 1 || s.BrokerPortBase > 65535 {
-		return c.errorf("server.broker_port_base", "port %d out of range 1-65535", s.BrokerPortBase)
+	if s.BrokerPortBase < 0 || s.BrokerPortBase > 65535 {
+		return c.errorf("server.broker_port_base", "port %d out of range 0-65535", s.BrokerPortBase)
 	}
 	if len(f.Server.BrokerPorts) > 0 {
 		s.BrokerPorts = make(map[int32]int, len(f.Server.BrokerPorts))
@@ -550,6 +561,15 @@ func (c *Config) groups(f *file, _ string) error {
 		}
 		if g.InitialRebalanceDelay < 0 {
 			return c.errorf("groups[%d].initial_rebalance_delay", "must not be negative", i)
+		}
+		if g.MinSessionTimeout, err = c.duration(fmt.Sprintf("groups[%d].min_session_timeout", i), fg.MinSessionTimeout, 6*time.Second); err != nil {
+			return err
+		}
+		if g.MaxSessionTimeout, err = c.duration(fmt.Sprintf("groups[%d].max_session_timeout", i), fg.MaxSessionTimeout, 30*time.Minute); err != nil {
+			return err
+		}
+		if g.MinSessionTimeout <= 0 || g.MinSessionTimeout > g.MaxSessionTimeout {
+			return c.errorf("groups[%d].min_session_timeout", "%v must be positive and at most max_session_timeout (%v)", i, g.MinSessionTimeout, g.MaxSessionTimeout)
 		}
 		if g.MaxSize < 0 {
 			return c.errorf("groups[%d].max_size", "must not be negative", i)

@@ -1,7 +1,8 @@
 // Command wasmassign runs Kafka partition assignors that are sandboxed
 // WebAssembly plugins.
 //
-//	wasmassign simulate --scenario FILE [--assignor NAME] [--plugin-dir DIR] [--plugin FILE] [--format json|table]
+//	wasmassign serve    [--config FILE]
+//	wasmassign simulate --scenario FILE [--assignor NAME] [--plugin-dir DIR] [--plugin FILE] [--format json|table|svg]
 //	wasmassign inspect  [--format json|table] FILE.wasm
 //
 // Exit status: 0 on success, 1 when a plugin fails (the message names the
@@ -39,6 +40,7 @@ func usagef(format string, args ...any) error {
 const usage = `usage: wasmassign <command> [flags]
 
 commands:
+  serve      run the gateway: a Kafka proxy whose consumer groups are assigned by wasm plugins
   simulate   run an assignor over a scenario file and print the assignment
   inspect    show what a plugin module provides and imports
   bench      time an assignor against kgo's native balancer on the same input
@@ -65,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}
 	var err error
 	switch args[0] {
+	case "serve":
+		err = serve(ctx, env, args[1:])
 	case "simulate":
 		err = simulate(ctx, env, args[1:])
 	case "inspect":

@@ -62,6 +62,12 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// Now is the clock; nil means time.Now. Tests pass a fake.
 	Now func() time.Time
+	// NeedMetadata, when set, is called (from the driver's goroutine; it
+	// must not block) with the subscribed topics the last metadata update
+	// did not cover, as soon as a JoinGroup subscribes to one. The daemon
+	// refreshes metadata at once, so that a new group's first assignment
+	// sees its topics rather than waiting for the next periodic refresh.
+	NeedMetadata func(topics []string)
 }
 
 // Driver runs one Coordinator.
@@ -85,6 +91,7 @@ type Driver struct {
 	started  map[string]time.Time // rebalance start per group
 	assignor map[string]string    // assignor of each group's latest job
 	last     map[string]Rebalance // each group's latest completed rebalance
+	covered  map[string]bool      // topics the last metadata update held
 }
 
 // Rebalance summarises a group's latest completed rebalance.
@@ -140,6 +147,7 @@ func Start(cfg Config) (*Driver, error) {
 		started:  make(map[string]time.Time),
 		assignor: make(map[string]string),
 		last:     make(map[string]Rebalance),
+		covered:  make(map[string]bool),
 	}
 	d.timer.Stop()
 	if len(cfg.Restore) > 0 {
@@ -199,6 +207,9 @@ func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg
 		id = d.nextID
 		d.waiting[id] = ch
 		d.apply(d.coord.Handle(d.now(), id, client, req))
+		if _, join := req.(*kmsg.JoinGroupRequest); join {
+			d.checkCoverage()
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -213,8 +224,30 @@ func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg
 }
 
 // SetMetadata replaces the cluster metadata the coordinator assigns from.
-func (d *Driver) SetMetadata(md *coordinator.Metadata) error {
-	return d.do(func() { d.apply(d.coord.SetMetadata(d.now(), md)) })
+// Topics it does not hold are taken to be asked about and absent.
+func (d *Driver) SetMetadata(md *coordinator.Metadata, asked []string) error {
+	return d.do(func() {
+		for _, t := range asked {
+			d.covered[t] = true
+		}
+		d.apply(d.coord.SetMetadata(d.now(), md))
+	})
+}
+
+// checkCoverage asks for metadata of subscribed topics no update covered.
+func (d *Driver) checkCoverage() {
+	if d.cfg.NeedMetadata == nil {
+		return
+	}
+	var missing []string
+	for _, t := range d.coord.SubscribedTopics() {
+		if !d.covered[t] {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		d.cfg.NeedMetadata(missing)
+	}
 }
 
 // SubscribedTopics returns the topics whose metadata the caller must keep

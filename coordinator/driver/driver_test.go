@@ -181,7 +181,7 @@ func start(t *testing.T, brokers int, partitions int32) *env {
 		tm.Partitions = append(tm.Partitions, coordinator.PartitionMetadata{Leader: b, Replicas: []int32{b}, ISR: []int32{b}})
 	}
 	md.Topics[topic] = tm
-	if err := d.SetMetadata(md); err != nil {
+	if err := d.SetMetadata(md, []string{topic}); err != nil {
 		t.Fatal(err)
 	}
 	e.rig = kfakegroup.NewRig(b.Addrs(), group, []string{topic}, testLogger())

@@ -1,0 +1,482 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"github.com/wasmassign/wasmassign/admin"
+	"github.com/wasmassign/wasmassign/config"
+	"github.com/wasmassign/wasmassign/coordinator"
+	"github.com/wasmassign/wasmassign/coordinator/driver"
+	"github.com/wasmassign/wasmassign/embedded"
+	"github.com/wasmassign/wasmassign/gateway"
+	"github.com/wasmassign/wasmassign/metrics"
+	"github.com/wasmassign/wasmassign/proxy"
+	wasmruntime "github.com/wasmassign/wasmassign/runtime"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
+)
+
+// serve runs the gateway daemon until ctx ends (SIGINT or SIGTERM).
+func serve(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var file, cacheDir string
+	fs.StringVar(&file, "config", "", "TOML configuration file (default: the built-in defaults: embedded cluster, every group managed)")
+	fs.StringVar(&cacheDir, "cache-dir", defaultCacheDir(), "directory for compiled plugin code")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg := config.Default()
+	if file != "" {
+		var err error
+		if cfg, err = config.Load(file); err != nil {
+			return usageError{err}
+		}
+	}
+	log := newLogger(cfg.Log, e.stderr)
+	d, err := startDaemon(ctx, cfg, cacheDir, log)
+	if err != nil {
+		return err
+	}
+	d.announce(e.stdout)
+	<-ctx.Done()
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return d.close(sctx)
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(c.Level)) // checked by config
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// daemon is a running gateway: everything serve starts, in start order.
+type daemon struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	cluster  *embedded.Cluster
+	host     *wasmruntime.Host
+	registry *wasmruntime.Registry
+	client   *kgo.Client
+	driver   *driver.Driver
+	proxy    *proxy.Proxy
+	adminLn  net.Listener
+	cancel   context.CancelFunc
+	done     chan struct{}
+	// refresh asks the metadata watcher for an update now.
+	refresh chan struct{}
+}
+
+// startDaemon starts every part; on failure it stops what it started.
+func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *slog.Logger) (_ *daemon, err error) {
+	d := &daemon{cfg: cfg, log: log, done: make(chan struct{}), refresh: make(chan struct{}, 1)}
+	defer func() {
+		if err != nil {
+			d.close(context.Background())
+		}
+	}()
+	brokers := cfg.Upstream.Brokers
+	if cfg.Upstream.IsEmbedded() {
+		if d.cluster, err = embedded.Start(ctx, cfg.Upstream.Embedded, log); err != nil {
+			return d, err
+		}
+		brokers = d.cluster.Addrs()
+		log.Info("embedded cluster started", "brokers", brokers)
+	}
+
+	lim := wasmruntime.DefaultLimits().
+		WithTimeout(cfg.Plugins.Timeout).
+		WithMemoryLimitMB(uint32(cfg.Plugins.MemoryLimitMB))
+	if d.host, err = wasmruntime.NewHost(ctx, wasmruntime.NewConfig().WithLimits(lim).WithLogger(log).WithCompilationCacheDir(cacheDir)); err != nil {
+		return d, fmt.Errorf("plugin host: %w", err)
+	}
+	if d.registry, err = registry(ctx, d.host, cfg.Plugins.Dir, nil); err != nil {
+		return d, err
+	}
+	if err := cfg.CheckAssignors(func(name string) bool { _, ok := d.registry.Lookup(name); return ok }); err != nil {
+		return d, usageError{err}
+	}
+
+	clientOpts, err := upstreamOpts(cfg.Upstream)
+	if err != nil {
+		return d, usageError{err}
+	}
+	if d.client, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, clientOpts...)...); err != nil {
+		return d, fmt.Errorf("upstream client: %w", err)
+	}
+
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(promReg, 0)
+
+	plugins := pluginSet{d.registry}
+	up := gateway.NewKgoUpstream(d.client, 0)
+	var seed [8]byte
+	rand.Read(seed[:])
+	saved, err := loadState(cfg.Server.StateDir)
+	if err != nil {
+		return d, err
+	}
+	racks := gateway.NewFetchRacks()
+	ccfg := coordinator.Config{Assignors: plugins, Racks: racks}
+	for i := range cfg.Groups {
+		g := &cfg.Groups[i]
+		ccfg.Rules = append(ccfg.Rules, coordinator.GroupRule{Match: g.Matches, Config: groupConfig(g, cfg.Racks)})
+	}
+	if d.driver, err = driver.Start(driver.Config{
+		Coordinator:   ccfg,
+		Assigner:      plugins,
+		Upstream:      up,
+		PluginTimeout: cfg.Plugins.Timeout + time.Second,
+		IDSeed:        binary.LittleEndian.Uint64(seed[:]),
+		Restore:       saved,
+		Persist:       stateSaver(cfg.Server.StateDir, log),
+		Logger:        log,
+		Metrics:       m,
+		NeedMetadata: func([]string) {
+			select {
+			case d.refresh <- struct{}{}:
+			default:
+			}
+		},
+	}); err != nil {
+		return d, err
+	}
+	gw := gateway.New(gateway.Options{
+		Manages:     func(group string) bool { _, ok := cfg.GroupFor(group); return ok },
+		Coordinator: d.driver,
+		Upstream:    up,
+		Logger:      log,
+	})
+
+	var serverTLS *tls.Config
+	if cfg.Server.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.Server.TLSCert, cfg.Server.TLSKey)
+		if err != nil {
+			return d, usageError{fmt.Errorf("%s: server.tls_cert/tls_key: %w", cfg.Source, err)}
+		}
+		serverTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if d.proxy, err = proxy.New(proxy.Options{
+		Server:          cfg.Server,
+		TLS:             serverTLS,
+		Client:          d.client,
+		DialUpstream:    upstreamDialer(cfg.Upstream),
+		MetadataRefresh: cfg.Upstream.MetadataRefresh,
+		Interceptor:     gw,
+		OnFetchRack:     racks.Record,
+		Logger:          log,
+	}); err != nil {
+		return d, err
+	}
+	if err := d.proxy.Start(ctx); err != nil {
+		return d, err
+	}
+
+	if cfg.Server.AdminListen != "" {
+		if d.adminLn, err = net.Listen("tcp", cfg.Server.AdminListen); err != nil {
+			return d, usageError{fmt.Errorf("%s: server.admin_listen: %w", cfg.Source, err)}
+		}
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	go func() {
+		defer close(d.done)
+		d.watchMetadata(runCtx)
+	}()
+	if d.adminLn != nil {
+		src := &adminSource{d: d}
+		h := admin.NewHandler(src, admin.Options{Metrics: promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}), Logger: log})
+		go admin.Serve(runCtx, d.adminLn, h, log)
+	}
+	return d, nil
+}
+
+// announce prints where to connect, with a command to try.
+func (d *daemon) announce(w io.Writer) {
+	addr := d.proxy.Addr()
+	fmt.Fprintf(w, "wasmassign gateway listening on %s\n", addr)
+	if d.adminLn != nil {
+		fmt.Fprintf(w, "admin API and metrics on http://%s\n", d.adminLn.Addr())
+	}
+	if d.cluster != nil {
+		topic := "demo"
+		if t := d.cfg.Upstream.Embedded.Topics; len(t) > 0 {
+			topic = t[0].Name
+		}
+		fmt.Fprintf(w, "try: kcat -b %s -G demo-group -X auto.offset.reset=earliest %s\n", addr, topic)
+	}
+}
+
+// close stops the parts: the coordinator, then the proxy (in-flight requests
+// finish, bounded by ctx), the plugins and the embedded cluster.
+func (d *daemon) close(ctx context.Context) error {
+	var errs []error
+	if d.cancel != nil {
+		d.cancel()
+		<-d.done
+	}
+	// The coordinator goes first: a JoinGroup parked in it would otherwise
+	// keep the proxy waiting for its answer. Its clients get their
+	// connections closed and find the coordinator again after a restart.
+	if d.driver != nil {
+		d.driver.Close()
+	}
+	if d.proxy != nil {
+		errs = append(errs, d.proxy.Close(ctx))
+	}
+	if d.client != nil {
+		d.client.Close()
+	}
+	if d.host != nil {
+		errs = append(errs, d.host.Close(ctx))
+	}
+	if d.cluster != nil {
+		d.cluster.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// watchMetadata keeps the coordinator's view of the subscribed topics
+// current, polling at the configured interval.
+func (d *daemon) watchMetadata(ctx context.Context) {
+	t := time.NewTicker(d.cfg.Upstream.MetadataRefresh)
+	defer t.Stop()
+	for {
+		topics := d.driver.SubscribedTopics()
+		if len(topics) > 0 {
+			if md, err := fetchMetadata(ctx, d.client, topics, d.cfg.Upstream.BrokerRacks); err != nil {
+				d.log.Warn("metadata refresh failed", "err", err)
+			} else {
+				d.driver.SetMetadata(md, topics)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-d.refresh:
+		}
+	}
+}
+
+// fetchMetadata asks the upstream for topics and converts the answer,
+// applying the operator's broker rack overrides.
+func fetchMetadata(ctx context.Context, cl *kgo.Client, topics []string, racks map[int32]string) (*coordinator.Metadata, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false // the gateway only looks
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	md := &coordinator.Metadata{Topics: make(map[string]coordinator.TopicMetadata, len(resp.Topics))}
+	for _, b := range resp.Brokers {
+		rack := ""
+		if b.Rack != nil {
+			rack = *b.Rack
+		}
+		if r, ok := racks[b.NodeID]; ok {
+			rack = r
+		}
+		md.Brokers = append(md.Brokers, coordinator.Broker{ID: b.NodeID, Rack: rack})
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || t.ErrorCode != 0 {
+			continue // unknown topics are simply absent
+		}
+		tm := coordinator.TopicMetadata{ID: t.TopicID, Partitions: make([]coordinator.PartitionMetadata, len(t.Partitions))}
+		for _, p := range t.Partitions {
+			if p.Partition < 0 || int(p.Partition) >= len(t.Partitions) {
+				continue
+			}
+			tm.Partitions[p.Partition] = coordinator.PartitionMetadata{Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR}
+		}
+		md.Topics[*t.Topic] = tm
+	}
+	return md, nil
+}
+
+// groupConfig turns one [[groups]] rule into the coordinator's terms.
+func groupConfig(g *config.Group, racks []config.RackRule) coordinator.GroupConfig {
+	gc := coordinator.GroupConfig{
+		Priority:              slices.Clone(g.Priority),
+		Assignor:              g.Assignor,
+		Fallback:              g.Fallback,
+		PluginConfig:          g.Config,
+		InitialRebalanceDelay: g.InitialRebalanceDelay,
+		MinSessionTimeout:     g.MinSessionTimeout,
+		MaxSessionTimeout:     g.MaxSessionTimeout,
+		MaxSize:               g.MaxSize,
+	}
+	if gc.InitialRebalanceDelay == 0 {
+		gc.InitialRebalanceDelay = -1 // zero in the file means none
+	}
+	for _, r := range racks {
+		rule := coordinator.RackRule{Rack: r.Rack}
+		if r.ClientID != nil {
+			rule.ClientID = r.ClientID.String()
+		} else {
+			rule.CIDR = r.CIDR.String()
+		}
+		gc.RackRules = append(gc.RackRules, rule)
+	}
+	return gc
+}
+
+// pluginSet adapts the registry to the coordinator and its driver.
+type pluginSet struct{ reg *wasmruntime.Registry }
+
+func (p pluginSet) ForProtocol(protocol string) (string, bool) {
+	a, ok := p.reg.ForProtocol(protocol)
+	if !ok {
+		return "", false
+	}
+	return a.Info.Name, true
+}
+
+func (p pluginSet) Assign(ctx context.Context, name string, req *abi.Request) (*abi.Response, error) {
+	a, ok := p.reg.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("no loaded plugin provides assignor %q", name)
+	}
+	return a.Assign(ctx, req)
+}
+
+// upstreamOpts are the gateway's own client options: TLS and SASL.
+func upstreamOpts(u config.Upstream) ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	if u.TLSCA != "" {
+		tc, err := caConfig(u.TLSCA)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	switch u.SASLMechanism {
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: u.SASLUser, Pass: u.SASLPassword}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: u.SASLUser, Pass: u.SASLPassword}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: u.SASLUser, Pass: u.SASLPassword}.AsSha512Mechanism()))
+	}
+	return opts, nil
+}
+
+func caConfig(file string) (*tls.Config, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("upstream.tls_ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("upstream.tls_ca: %s holds no PEM certificate", file)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// upstreamDialer opens the per-client connections to upstream brokers,
+// over TLS when the upstream needs it.
+func upstreamDialer(u config.Upstream) func(ctx context.Context, addr string) (net.Conn, error) {
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	if u.TLSCA == "" {
+		return func(ctx context.Context, addr string) (net.Conn, error) { return dialer.DialContext(ctx, "tcp", addr) }
+	}
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		tc, err := caConfig(u.TLSCA)
+		if err != nil {
+			return nil, err
+		}
+		host, _, _ := net.SplitHostPort(addr)
+		tc.ServerName = host
+		return (&tls.Dialer{NetDialer: dialer, Config: tc}).DialContext(ctx, "tcp", addr)
+	}
+}
+
+const stateFile = "groups.json"
+
+// loadState reads the group state a previous run saved; none is no error.
+func loadState(dir string) ([]coordinator.GroupState, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	var states []coordinator.GroupState
+	if err := json.Unmarshal(b, &states); err != nil {
+		return nil, fmt.Errorf("state: %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return states, nil
+}
+
+// stateSaver writes the group state atomically (temp file and rename), so a
+// crash mid-write leaves the previous state.
+func stateSaver(dir string, log *slog.Logger) func([]coordinator.GroupState) {
+	if dir == "" {
+		return nil
+	}
+	return func(states []coordinator.GroupState) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			log.Error("state: cannot create the state directory", "dir", dir, "err", err)
+			return
+		}
+		b, err := json.Marshal(states)
+		if err != nil {
+			log.Error("state: encoding", "err", err)
+			return
+		}
+		tmp, err := os.CreateTemp(dir, stateFile+".*")
+		if err != nil {
+			log.Error("state: writing", "err", err)
+			return
+		}
+		_, werr := tmp.Write(b)
+		serr := tmp.Sync()
+		cerr := tmp.Close()
+		if err := errors.Join(werr, serr, cerr); err != nil {
+			os.Remove(tmp.Name())
+			log.Error("state: writing", "err", err)
+			return
+		}
+		if err := os.Rename(tmp.Name(), filepath.Join(dir, stateFile)); err != nil {
+			log.Error("state: writing", "err", err)
+		}
+	}
+}

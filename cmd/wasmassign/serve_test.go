@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
+)
+
+// daemonUnderTest is a `wasmassign serve` running in this process.
+type daemonUnderTest struct {
+	bootstrap, admin string
+	stop             func() int
+}
+
+// startServe runs serve with the given config text and waits for it to
+// announce its addresses.
+func startServe(t *testing.T, configText string) *daemonUnderTest {
+	t.Helper()
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "gateway.toml")
+	if err := os.WriteFile(cfgFile, []byte(configText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var buf strings.Builder
+	stderr := &lockedWriter{w: &buf}
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", cfgFile, "--cache-dir", os.Getenv("WASMASSIGN_TEST_CACHE")}, pw, stderr)
+		pw.Close()
+	}()
+	d := &daemonUnderTest{}
+	lines := bufio.NewScanner(pr)
+	deadline := time.AfterFunc(30*time.Second, func() { pw.CloseWithError(fmt.Errorf("no announcement in 30s")) })
+	for lines.Scan() {
+		line := lines.Text()
+		if a, ok := strings.CutPrefix(line, "wasmassign gateway listening on "); ok {
+			d.bootstrap = a
+		}
+		if a, ok := strings.CutPrefix(line, "admin API and metrics on http://"); ok {
+			d.admin = a
+		}
+		if d.bootstrap != "" && d.admin != "" {
+			break
+		}
+	}
+	deadline.Stop()
+	go io.Copy(io.Discard, pr)
+	if d.bootstrap == "" {
+		cancel()
+		t.Fatalf("serve did not announce its address; stderr:\n%s", stderr.String())
+	}
+	var once sync.Once
+	code := -1
+	d.stop = func() int {
+		once.Do(func() {
+			cancel()
+			select {
+			case code = <-done:
+			case <-time.After(20 * time.Second):
+				t.Error("serve did not stop within 20s of cancel")
+			}
+		})
+		return code
+	}
+	t.Cleanup(func() {
+		d.stop()
+		if t.Failed() {
+			t.Logf("serve's log (%d bytes):\n%s", len(stderr.String()), tail(stderr.String(), 60))
+		}
+	})
+	return d
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+const serveConfig = `
+[server]
+listen = "127.0.0.1:0"
+advertised_host = "127.0.0.1"
+broker_port_base = 0
+admin_listen = "127.0.0.1:0"
+
+[upstream]
+metadata_refresh = "1s"
+[upstream.embedded]
+brokers = 2
+topics = ["events:6"]
+
+[[groups]]
+match = "ranked-*"
+assignor = "roundrobin"
+initial_rebalance_delay = "0s"
+min_session_timeout = "1s"
+
+[[groups]]
+match = "*"
+initial_rebalance_delay = "0s"
+min_session_timeout = "1s"
+`
+
+// TestServe_GatewayAssignsWithTheConfiguredPlugin runs the daemon on its
+// embedded cluster and two kgo consumers that offer range; the group is
+// configured for roundrobin, so reading the partitions range would give
+// means the gateway did not assign.
+func TestServe_GatewayAssignsWithTheConfiguredPlugin(t *testing.T) {
+	d := startServe(t, serveConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const group = "ranked-orders"
+	rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
+	defer rig.Close(context.Background())
+	l := rig.Ledger()
+	if err := rig.Produce(ctx, "events", 240); err != nil {
+		t.Fatal(err)
+	}
+	range_ := []kgo.GroupBalancer{kgo.RangeBalancer()}
+	for _, n := range []string{"a", "b"} {
+		if _, err := rig.Start(n, kfakegroup.ConsumerOptions{Balancers: range_}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var owned map[string][]kfakegroup.TopicPartition
+	err := kfakegroup.WaitFor(ctx, func() error {
+		owned = l.Owned()
+		if len(owned) != 2 {
+			return fmt.Errorf("owners %v", owned)
+		}
+		if err := kfakegroup.NoSharedOwnership(owned); err != nil {
+			return err
+		}
+		return kfakegroup.Covers(owned, map[string]int32{"events": 6})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Round robin deals alternately: each member holds partitions of one
+	// parity, which range never gives two members of six partitions.
+	for m, tps := range owned {
+		var ps []int32
+		for _, tp := range tps {
+			ps = append(ps, tp.Partition)
+		}
+		slices.Sort(ps)
+		if len(ps) != 3 || ps[0]%2 != ps[1]%2 || ps[1]%2 != ps[2]%2 {
+			t.Errorf("%s holds %v: not a round-robin share", m, ps)
+		}
+	}
+	if err := kfakegroup.WaitFor(ctx, kfakegroup.AllConsumed(l)); err != nil {
+		t.Fatal(err)
+	}
+	if err := kfakegroup.AllConsumedOnce(l); err != nil {
+		t.Error(err)
+	}
+
+	var g struct {
+		Group, State, Protocol, Assignor string
+		Members                          []struct {
+			MemberID   string `json:"member_id"`
+			Assignment map[string][]int32
+		}
+	}
+	getJSON(t, "http://"+d.admin+"/v1/groups/"+group, &g)
+	if g.State != "Stable" || g.Protocol != "range" || g.Assignor != "roundrobin" || len(g.Members) != 2 {
+		t.Errorf("admin shows %+v; want Stable, protocol range, assignor roundrobin, 2 members", g)
+	}
+	resp, err := http.Get("http://" + d.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `wasmassign_rebalances_total{assignor="roundrobin",rebalance_protocol="eager"}`) {
+		t.Errorf("/metrics lacks the rebalance counter:\n%s", tail(string(body), 20))
+	}
+	if code := d.stop(); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM-like cancel, want 0", code)
+	}
+}
+
+func TestServe_BadConfigStopsStartUpNamingTheKey(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "bad.toml")
+	os.WriteFile(cfgFile, []byte("[[groups]]\nmatch = \"*\"\nassignor = \"no-such-plugin\"\n[upstream.embedded]\nbrokers = 1\n[server]\nlisten = \"127.0.0.1:0\"\nbroker_port_base = 0\nadmin_listen = \"\"\n"), 0o644)
+	code, _, stderr := wasmassign(t, "serve", "--config", cfgFile)
+	if code != 2 || !strings.Contains(stderr, "groups[0].assignor") || !strings.Contains(stderr, "no-such-plugin") {
+		t.Errorf("exit %d, stderr %q; want 2 naming groups[0].assignor", code, stderr)
+	}
+}
+
+// lockedWriter serialises writes from the daemon's goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.(fmt.Stringer).String()
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
