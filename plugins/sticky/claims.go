@@ -7,19 +7,71 @@ import (
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
-// claim is a run of partitions that one member says it owns: global
-// numbers start to start+n-1, all of topic rank topic, claimed in
-// generation gen. After settle, the same type holds runs that a member
-// keeps, and gen is meaningless.
+// claim is a run of partitions that one member says it owns: the n global
+// numbers start, start+stride, start+2*stride, ..., claimed in generation
+// gen. After settle, the same type holds runs that a member keeps, or is
+// assigned, and gen is meaningless.
+//
+// Kafka deals partitions round robin, so what a member holds is typically an
+// arithmetic progression over the global numbering (member i of M holding i,
+// i+M, i+2M, ...), often one partition per topic: carrying the stride keeps
+// such a holding one run instead of one run per partition.
+//
+// A contiguous run (stride 1) lies within one topic, topic; a strided run
+// may cross topics, and topic is then the rank of its first partition.
+// Code that needs runs of one topic cuts them first (unstride,
+// appendSplit, appendStridedPieces).
 type claim struct {
 	start, n int32
-	member   int32
-	gen      int32
-	topic    int32
+	// gap is the stride minus one, so that a claim literal without it is
+	// a contiguous run.
+	gap    int32
+	member int32
+	gen    int32
+	topic  int32
 }
 
-// end returns the global number just past the run.
-func (c *claim) end() int32 { return c.start + c.n }
+// stride returns the distance between consecutive partitions of the run.
+func (c *claim) stride() int32 { return c.gap + 1 }
+
+// last returns the run's last global number.
+func (c *claim) last() int32 { return c.start + (c.n-1)*(c.gap+1) }
+
+// end returns the global number just past the run's last partition.
+func (c *claim) end() int32 { return c.last() + 1 }
+
+// contiguous reports whether the run has no holes.
+func (c *claim) contiguous() bool { return c.gap == 0 || c.n == 1 }
+
+// pushClaim appends c to out, or extends out's last claim when c continues
+// it: same member and generation, and c's partitions carry on the last
+// claim's progression. Contiguous runs are only joined within one topic.
+func pushClaim(out []claim, c claim) []claim {
+	if c.n == 1 {
+		c.gap = 0
+	}
+	k := len(out) - 1
+	if k < 0 {
+		return append(out, c)
+	}
+	p := &out[k]
+	if p.member != c.member || p.gen != c.gen || c.start <= p.last() {
+		return append(out, c)
+	}
+	d := int64(c.start) - int64(p.last())
+	switch {
+	case p.n == 1 && (c.n == 1 || int64(c.stride()) == d):
+	case int64(p.stride()) == d && (c.n == 1 || c.gap == p.gap):
+	default:
+		return append(out, c)
+	}
+	if d == 1 && p.topic != c.topic {
+		return append(out, c)
+	}
+	p.gap = int32(d - 1)
+	p.n += c.n
+	return out
+}
 
 // defaultGeneration is Kafka's DEFAULT_GENERATION: the generation of a
 // member that did not say.
@@ -92,22 +144,51 @@ func anyOwned(ms []abi.Member) bool {
 // Partitions of topics that cannot be assigned, or that do not exist, are
 // skipped.
 func (g *group) appendOwned(out []claim, tps []abi.TopicPartitions, m, gen int32) []claim {
-	for _, tp := range tps {
-		if tp.Topic < 0 || int(tp.Topic) >= len(g.rankOf) {
+	rankOf, base := g.rankOf, g.base
+	from := len(out)
+	// next is the global number that would continue the member's last
+	// claim as a progression of stride step; -1 when there is none.
+	next, step := int32(-1), int32(0)
+	for i := range tps {
+		tp := &tps[i]
+		if uint32(tp.Topic) >= uint32(len(rankOf)) {
 			continue
 		}
-		r := g.rankOf[tp.Topic]
-		if r < 0 || len(tp.Partitions) == 0 {
+		r := rankOf[tp.Topic]
+		parts := tp.Partitions
+		if r < 0 || len(parts) == 0 {
 			continue
 		}
-		parts, limit := tp.Partitions, g.partitions(r)
-		// Members usually own one contiguous range per topic: check that
-		// without a branch per partition before cutting it into runs.
-		if p0 := parts[0]; p0 >= 0 && int64(p0)+int64(len(parts)) <= int64(limit) && consecutive(parts) {
-			out = append(out, claim{start: g.base[r] + p0, n: int32(len(parts)), member: m, gen: gen, topic: r})
-			continue
+		limit := base[r+1] - base[r]
+		if len(parts) == 1 {
+			// Kafka's round robin gives a member of a large group one
+			// partition of each of many topics: extend the member's last
+			// progression in place when the partition continues it.
+			p := parts[0]
+			if uint32(p) >= uint32(limit) {
+				continue
+			}
+			if base[r]+p == next {
+				out[len(out)-1].n++
+				next += step
+				continue
+			}
+			out = pushClaim(out, claim{start: base[r] + p, n: 1, member: m, gen: gen, topic: r})
+		} else if d, ok := progression(parts, limit); ok {
+			// Members usually own one progression per topic (a
+			// contiguous range, or Kafka's round-robin share): check that
+			// without a branch per partition before cutting it into runs.
+			out = pushClaim(out, claim{start: base[r] + parts[0], n: int32(len(parts)), gap: d - 1, member: m, gen: gen, topic: r})
+		} else {
+			out = appendRuns(out, parts, limit, base[r], m, gen, r)
 		}
-		out = appendRuns(out, parts, limit, g.base[r], m, gen, r)
+		next = -1
+		if k := len(out) - 1; k >= from {
+			if c := &out[k]; c.n > 1 && c.gap > 0 {
+				step = c.gap + 1
+				next = c.last() + step
+			}
+		}
 	}
 	return out
 }
@@ -124,20 +205,37 @@ func appendRuns(dst []claim, parts []int32, limit, base, member, gen, topic int3
 			continue
 		}
 		j := i + runLength(parts[i:], p+1, limit)
-		dst = append(dst, claim{start: base + p, n: int32(j - i + 1), member: member, gen: gen, topic: topic})
+		dst = pushClaim(dst, claim{start: base + p, n: int32(j - i + 1), member: member, gen: gen, topic: topic})
 		i = j
 	}
 	return dst
 }
 
-// consecutive reports whether parts is parts[0], parts[0]+1, and so on.
+// progression reports whether parts (not empty) is p0, p0+d, p0+2d, ...
+// with d = parts[1]-parts[0] > 0 (1 for a single partition), all within
+// [0, limit), and returns d.
+func progression(parts []int32, limit int32) (int32, bool) {
+	p0, d := parts[0], int32(1)
+	if len(parts) > 1 {
+		d = parts[1] - p0
+	}
+	// Within these bounds no p0+i*d wraps around, so comparing modulo
+	// 2^32 is exact.
+	if p0 < 0 || d <= 0 || int64(p0)+int64(len(parts)-1)*int64(d) >= int64(limit) {
+		return 0, false
+	}
+	return d, strided(parts, p0, d)
+}
+
+// strided reports whether parts is p0, p0+d, p0+2d, and so on.
 //
 //go:noinline
-func consecutive(parts []int32) bool {
-	p0 := parts[0]
+func strided(parts []int32, p0, d int32) bool {
 	var diff int32
-	for i, p := range parts {
-		diff |= (p - int32(i)) ^ p0
+	at := p0
+	for _, p := range parts {
+		diff |= p ^ at
+		at += d
 	}
 	return diff == 0
 }
@@ -185,6 +283,7 @@ func (g *group) appendStickyUserData(out []claim, ud []byte, m int32, names map[
 	from := len(out)
 	r := beReader{b: ud, ok: true}
 	topics := r.count()
+	guess := int32(0) // the rank the next topic probably has
 	for i := 0; i < topics && r.ok; i++ {
 		name := r.str()
 		k := r.count()
@@ -193,16 +292,46 @@ func (g *group) appendStickyUserData(out []claim, ud []byte, m int32, names map[
 		}
 		raw := r.b[r.off : r.off+4*k]
 		r.off += 4 * k
-		t, known := names[string(name)]
-		if !known {
+		// User data lists topics in name order, so the next topic is
+		// usually the next rank: with Kafka's round-robin layout a
+		// member holds partitions of hundreds of topics, and comparing
+		// one name costs less than hashing it.
+		rk := int32(-1)
+		if int(guess) < len(g.byRank) && string(name) == g.req.Topics[g.byRank[guess]].Name {
+			rk = guess
+		} else if t, known := names[string(name)]; known {
+			rk = g.rankOf[t]
+		}
+		if rk < 0 {
 			continue
 		}
-		if rk := g.rankOf[t]; rk >= 0 && k > 0 {
-			// As with owned partitions, a contiguous range is the common
-			// case and is checked without a branch per partition.
+		guess = rk + 1
+		if k > 0 {
+			// As with owned partitions, a progression is the common case
+			// and is checked without a branch per partition.
 			limit := g.partitions(rk)
-			if p0 := int32(binary.BigEndian.Uint32(raw)); p0 >= 0 && int64(p0)+int64(k) <= int64(limit) && consecutiveBE(raw, p0) {
-				out = append(out, claim{start: g.base[rk] + p0, n: int32(k), member: m, topic: rk})
+			if k == 1 {
+				// As in appendOwned: extend the last progression.
+				p := int32(binary.BigEndian.Uint32(raw))
+				if uint32(p) >= uint32(limit) {
+					continue
+				}
+				x := g.base[rk] + p
+				if j := len(out) - 1; j >= from {
+					if c := &out[j]; c.n > 1 && c.gap > 0 && x == c.start+c.n*(c.gap+1) {
+						c.n++
+						continue
+					}
+				}
+				out = pushClaim(out, claim{start: x, n: 1, member: m, topic: rk})
+				continue
+			}
+			p0, d := int32(binary.BigEndian.Uint32(raw)), int32(1)
+			if k > 1 {
+				d = int32(binary.BigEndian.Uint32(raw[4:])) - p0
+			}
+			if p0 >= 0 && d > 0 && int64(p0)+int64(k-1)*int64(d) < int64(limit) && stridedBE(raw, p0, d) {
+				out = pushClaim(out, claim{start: g.base[rk] + p0, n: int32(k), gap: d - 1, member: m, topic: rk})
 				continue
 			}
 			out = appendRunsBE(out, raw, limit, g.base[rk], m, rk)
@@ -221,14 +350,16 @@ func (g *group) appendStickyUserData(out []claim, ud []byte, m int32, names map[
 	return out
 }
 
-// consecutiveBE reports whether raw holds the big-endian int32s p0, p0+1,
-// and so on.
+// stridedBE reports whether raw holds the big-endian int32s p0, p0+d,
+// p0+2d, and so on.
 //
 //go:noinline
-func consecutiveBE(raw []byte, p0 int32) bool {
+func stridedBE(raw []byte, p0, d int32) bool {
 	var diff uint32
+	at := uint32(p0)
 	for i := 0; i+4 <= len(raw); i += 4 {
-		diff |= binary.BigEndian.Uint32(raw[i:i+4:i+4]) ^ uint32(p0+int32(i/4))
+		diff |= binary.BigEndian.Uint32(raw[i:i+4:i+4]) ^ at
+		at += uint32(d)
 	}
 	return diff == 0
 }
@@ -249,7 +380,7 @@ func appendRunsBE(dst []claim, raw []byte, limit, base, member, topic int32) []c
 		for j < n && p+int32(j-i+1) < limit && int32(binary.BigEndian.Uint32(raw[4*j:])) == p+int32(j-i+1) {
 			j++
 		}
-		dst = append(dst, claim{start: base + p, n: int32(j - i + 1), member: member, topic: topic})
+		dst = pushClaim(dst, claim{start: base + p, n: int32(j - i + 1), member: member, topic: topic})
 		i = j
 	}
 	return dst
@@ -303,15 +434,33 @@ func (r *beReader) str() []byte {
 }
 
 // settle resolves conflicting claims and returns the runs each member keeps,
-// sorted by start and not overlapping. Per partition, the claims with the
-// highest generation win; when they come from more than one member, nobody
-// keeps the partition (Kafka's partitionsWithMultiplePreviousOwners). A
-// member that claims a partition twice claims it once. claims is reordered.
-func settle(claims []claim) []claim {
+// sorted by start; no partition is in two runs. Per partition, the claims
+// with the highest generation win; when they come from more than one
+// member, nobody keeps the partition (Kafka's
+// partitionsWithMultiplePreviousOwners). A member that claims a partition
+// twice claims it once. claims is reordered.
+//
+// Claims that do not overlap, the usual case, cost a sort of the runs (and,
+// with strided runs, one bit per partition to prove they do not share
+// one); only overlapping strided claims are cut into single partitions.
+func (g *group) settle(claims []claim) []claim {
 	if len(claims) == 0 {
 		return nil
 	}
 	sortByStart(claims)
+	for i := range claims {
+		if !claims[i].contiguous() {
+			if g.disjoint(claims) {
+				return claims
+			}
+			return settleRuns(g.unstride(claims))
+		}
+	}
+	return settleRuns(claims)
+}
+
+// settleRuns is settle for contiguous runs sorted by start.
+func settleRuns(claims []claim) []claim {
 	overlap := false
 	for i := 1; i < len(claims); i++ {
 		if claims[i].start < claims[i-1].end() {
@@ -323,6 +472,186 @@ func settle(claims []claim) []claim {
 		return coalesce(claims)
 	}
 	return sweep(claims)
+}
+
+// disjoint reports whether no partition is in two of runs (sorted by
+// start). When every run of more than one partition has the same stride,
+// as after Kafka's round robin, runs can only meet within one residue class
+// modulo that stride, and comparing neighbours there is enough; otherwise
+// each partition is marked in a bit set of all assignable partitions.
+func (g *group) disjoint(runs []claim) bool {
+	if s, ok := commonStride(runs); ok && int64(s) <= 4*int64(len(runs))+64 {
+		keys := residueOrder(runs, s)
+		for k := 1; k < len(keys); k++ {
+			if keys[k]>>32 == keys[k-1]>>32 && runs[uint32(keys[k])].start <= runs[uint32(keys[k-1])].last() {
+				return false
+			}
+		}
+		return true
+	}
+	bits := newBitset(g.base[len(g.byRank)])
+	for i := range runs {
+		if !bits.mark(&runs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// commonStride returns the stride of the runs of runs that hold more than
+// one partition, when there are some and all of them are strided alike.
+func commonStride(runs []claim) (int32, bool) {
+	s := int32(0)
+	for i := range runs {
+		c := &runs[i]
+		switch {
+		case c.n == 1:
+		case c.gap == 0 || (s != 0 && c.stride() != s):
+			return 0, false
+		default:
+			s = c.stride()
+		}
+	}
+	return s, s > 0
+}
+
+// residueOrder returns runs' indices ordered by start modulo s, then by
+// index (start order, for runs sorted by start), each packed under its
+// residue.
+func residueOrder(runs []claim, s int32) []uint64 {
+	keys := make([]uint64, len(runs))
+	for i := range runs {
+		keys[i] = uint64(runs[i].start%s)<<32 | uint64(i)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// bitset is a set of global partition numbers.
+type bitset []uint64
+
+func newBitset(n int32) bitset { return make(bitset, (int(n)+63)/64) }
+
+// mark adds the partitions of c and reports whether none was in the set.
+func (b bitset) mark(c *claim) bool {
+	if c.contiguous() {
+		return b.markRange(c.start, c.start+c.n)
+	}
+	return b.markStrided(c.start, c.stride(), c.n)
+}
+
+// markRange adds [from, to) a word at a time.
+func (b bitset) markRange(from, to int32) bool {
+	var clash uint64
+	for x := from; x < to; {
+		w := x >> 6
+		lo := uint(x & 63)
+		hi := min(to-w<<6, 64)
+		mask := ^uint64(0) << lo
+		if hi < 64 {
+			mask &= (1 << uint(hi)) - 1
+		}
+		clash |= b[w] & mask
+		b[w] |= mask
+		x = (w + 1) << 6
+	}
+	return clash == 0
+}
+
+// markStrided adds x, x+stride, ... (n of them).
+//
+//go:noinline
+func (b bitset) markStrided(x, stride, n int32) bool {
+	var clash uint64
+	for ; n > 0; n-- {
+		bit := uint64(1) << uint(x&63)
+		clash |= b[x>>6] & bit
+		b[x>>6] |= bit
+		x += stride
+	}
+	return clash == 0
+}
+
+// unstride returns runs cut into contiguous runs within one topic each,
+// sorted by start, with every other field kept.
+func (g *group) unstride(runs []claim) []claim {
+	size := 0
+	for i := range runs {
+		if runs[i].contiguous() {
+			size++
+		} else {
+			size += int(runs[i].n)
+		}
+	}
+	out := make([]claim, 0, size)
+	interleaved := false
+	for _, c := range runs {
+		if c.contiguous() {
+			out = g.appendSplit(out, c)
+			continue
+		}
+		interleaved = true
+		stride, x, r := c.stride(), c.start, g.topicAt(c.start)
+		for range c.n {
+			for g.base[r+1] <= x {
+				r++
+			}
+			out = append(out, claim{start: x, n: 1, member: c.member, gen: c.gen, topic: r})
+			x += stride
+		}
+	}
+	if interleaved {
+		sortByStart(out)
+		out = coalesceSameGen(out)
+	}
+	return out
+}
+
+// appendSplit appends the contiguous run c cut at topic boundaries.
+func (g *group) appendSplit(out []claim, c claim) []claim {
+	x, end, r := c.start, c.end(), g.topicAt(c.start)
+	for x < end {
+		e := min(end, g.base[r+1])
+		piece := c
+		piece.start, piece.n, piece.gap, piece.topic = x, e-x, 0, r
+		out = append(out, piece)
+		x = e
+		r++
+	}
+	return out
+}
+
+// appendStridedPieces appends the pieces of the strided run c, one per
+// topic it has partitions in.
+func (g *group) appendStridedPieces(out []claim, c claim) []claim {
+	stride := int64(c.stride())
+	x, left := int64(c.start), c.n
+	for left > 0 {
+		r := g.topicAt(int32(x))
+		k := int32(min(int64(left), (int64(g.base[r+1])-x+stride-1)/stride))
+		piece := c
+		piece.start, piece.n, piece.topic = int32(x), k, r
+		if k == 1 {
+			piece.gap = 0
+		}
+		out = append(out, piece)
+		x += int64(k) * stride
+		left -= k
+	}
+	return out
+}
+
+// coalesceSameGen is coalesce for claims that still carry generations.
+func coalesceSameGen(cs []claim) []claim {
+	out := cs[:0]
+	for _, c := range cs {
+		if k := len(out) - 1; k >= 0 && out[k].member == c.member && out[k].gen == c.gen && out[k].topic == c.topic && out[k].end() == c.start {
+			out[k].n += c.n
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // sortByStart sorts runs by start, keeping the order of equal starts,

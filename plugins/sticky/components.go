@@ -7,7 +7,7 @@ import "slices"
 // to any of those topics. Groups shared by several applications with
 // disjoint topics split into components, and a component whose members all
 // subscribe alike is assigned like a uniform group, with its even quotas and
-// contiguous ranges, however different the rest of the group is.
+// round-robin dealing, however different the rest of the group is.
 type component struct {
 	members []int32 // in Kafka's member order
 	ranks   []int32 // ascending
@@ -81,6 +81,7 @@ func (g *group) components() (comps []component, ofRank, ofMember []int32) {
 // claims, sorted by start.
 func (g *group) assignComponents(kept []claim, rk *racks) []claim {
 	comps, ofRank, ofMember := g.components()
+	kept = g.splitComponents(kept, ofRank)
 	// A run stays only in its topic's component, and only when its member
 	// belongs there: members of other components do not subscribe to it.
 	keptBy := make([][]claim, len(comps))
@@ -110,7 +111,59 @@ func (g *group) assignComponents(kept []claim, rk *racks) []claim {
 		}
 	}
 	if anyGeneral {
+		// The general assignment works topic by topic on contiguous runs.
+		if !allContiguous(general) {
+			general = g.unstride(general)
+		}
 		out = append(out, g.assignGeneral(general, rk, inGeneral)...)
 	}
+	return out
+}
+
+// splitComponents cuts the runs of kept (sorted by start) that reach into
+// topics of another component than their first one into pieces of one
+// topic each; runs within one component keep their stride across topics.
+// It returns runs sorted by start.
+func (g *group) splitComponents(kept []claim, ofRank []int32) []claim {
+	nt := len(g.byRank)
+	if nt == 0 {
+		return kept
+	}
+	// stretch[r] is the last rank of the stretch of ranks from r on that
+	// all belong to r's component.
+	stretch := make([]int32, nt)
+	stretch[nt-1] = int32(nt - 1)
+	for r := nt - 2; r >= 0; r-- {
+		stretch[r] = int32(r)
+		if ofRank[r] == ofRank[r+1] {
+			stretch[r] = stretch[r+1]
+		}
+	}
+	inside := func(c *claim) bool { return c.last() < g.base[stretch[c.topic]+1] }
+	cut := false
+	for i := range kept {
+		if !inside(&kept[i]) {
+			cut = true
+			break
+		}
+	}
+	if !cut {
+		return kept
+	}
+	out := make([]claim, 0, len(kept))
+	for _, c := range kept {
+		if inside(&c) {
+			out = append(out, c)
+			continue
+		}
+		// Cut at every topic: this only happens when members switch
+		// between applications sharing a group id.
+		if c.contiguous() {
+			out = g.appendSplit(out, c)
+		} else {
+			out = g.appendStridedPieces(out, c)
+		}
+	}
+	sortByStart(out)
 	return out
 }

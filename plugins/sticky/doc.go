@@ -8,10 +8,29 @@
 // wazero, no franz-go, so that it compiles for GOOS=wasip1 and stays a pure
 // function of its request.
 //
-// # What it guarantees
+// # What it reproduces
 //
-// Kafka's sticky output depends in places on Java HashMap iteration order, so
-// this package reproduces Kafka's guarantees rather than its exact bytes:
+// Kafka's answer, exactly, wherever it does not hang on Java HashMap
+// iteration order:
+//
+//   - With identical subscriptions (Kafka's ConstrainedAssignmentBuilder),
+//     including rack mode: members keep their owned partitions up to the
+//     quota, first by partition id then topic name; the rest is dealt one
+//     partition at a time in (topic, partition) order, round robin over the
+//     members below the minimum quota, then one each to the members at the
+//     minimum (those that kept it first, then the others in the order they
+//     reached it). Where Kafka walks a HashMap (which of several members
+//     owning more than the minimum keeps one more), member order decides.
+//   - With differing subscriptions (GeneralAssignmentBuilder), whenever
+//     Kafka's first pass already balances the group: owned partitions stay,
+//     and each other partition goes to the least-loaded subscriber, topics
+//     with the fewest subscribers first. When Kafka then moves partitions
+//     to balance, this package moves as few, but not necessarily the same.
+//
+// Members are ordered by member id, as the consumer leader keys the
+// subscriptions it hands the sticky assignors (static members included:
+// only range and round robin put them first). Whatever the path, these
+// guarantees hold:
 //
 //   - Validity: a member only receives partitions of topics it subscribes
 //     to, no partition goes to two members, and every partition of a topic
@@ -60,44 +79,50 @@
 // Rack mode is decided for the whole group as Kafka does: some member has a
 // rack that appears among the replica racks of the subscribed partitions,
 // and not every partition has the same set of replica racks. A member without
-// a rack matches every partition. In rack mode an owned partition whose
-// replicas are not on its owner's rack may move, partitions without an owner
-// go first to rack-matching members with spare quota, and a partition that no
-// rack-matching member can take goes back to its previous owner when that one
-// still has room. Balance always wins over rack alignment.
+// a rack matches every partition when its owned partitions are checked, and
+// none when partitions are matched to racks. In rack mode an owned partition
+// whose replicas are not on its owner's rack may move, and partitions
+// without an owner go first to rack-matching members with spare quota, as
+// Kafka's assignRackAwareRoundRobin deals them (partitions with the fewest
+// rack-matching members first). Balance always wins over rack alignment.
 //
 // # How it stays fast
 //
 // Partitions are numbered globally, topic after topic in name order, and
-// ownership is handled as runs of consecutive numbers rather than partition
-// by partition. Claims are cut into runs, conflicts are settled by sweeping
-// sorted runs, and assignments are written as windows of one shared
-// ascending-ids buffer, so a group whose members own contiguous ranges costs
-// O(runs log runs + members log members) beyond one pass over the owned
-// partition ids.
+// ownership is handled as runs rather than partition by partition: a run is
+// an arithmetic progression of global numbers (start, stride, count), a
+// contiguous range being stride 1. Kafka's round robin gives member i of M
+// the numbers i, i+M, i+2M, ...: one run however many topics it spans.
+// Claims are cut into runs (a member's partitions that continue one
+// progression, topic after topic, stay one run), conflicts are settled per
+// residue class of the common stride or, failing that, with one bit per
+// partition, and the dealing works on runs too: while the set of members
+// below the minimum does not change, member i of c takes every c-th free
+// partition, which over a run of free partitions is again one run. A group
+// whose members own such progressions therefore costs O(runs log runs +
+// members log members) to decide, beyond one pass over the owned
+// partitions.
 //
-// With identical subscriptions (the common case) the group has one quota,
-// P/M or P/M+1 partitions per member: members keep up to their quota of what
-// they own, and the rest is handed out in member order as contiguous ranges.
-// A first assignment therefore gives each member one contiguous range of the
-// name-ordered partitions. Kafka's own StickyAssignor hands partitions out
-// round-robin instead, which spreads each topic over all members; that is not
-// one of its guarantees, and at a million partitions it would turn every
-// later request into a million single-partition entries.
+// What it cannot shrink is the answer: Kafka's layout gives a member of a
+// group with many topics one partition of each, and the response lists one
+// entry per (member, topic). At 2,000 members over 500 topics that is a
+// million entries, against 2,000 for contiguous ranges; writing them
+// dominates the cost of such a group (see BENCHMARKS.md).
 //
 // A group whose members subscribe differently is first split into
 // components: members linked by common topics. A component whose members
 // all subscribe alike (say, one of several applications sharing a group id)
-// is assigned like a uniform group. The others are balanced on counts per
-// (member, topic) first: unowned partitions are poured onto the
-// least-loaded subscribers, topics with the fewest subscribers first, then
-// per-topic moves from the most- to the least-loaded subscriber run until no
-// topic can improve. Only then are partitions chosen: a member that loses
-// some of a topic keeps the lowest of what it owns, and members that gain
-// take the freed runs in member order. Because a member either loses or
-// gains within a topic, never both, no two-cycle can arise. This avoids
-// Kafka's repeated scans of sorted member sets, which cost O(P*M) per
-// rebalance.
+// is assigned like a uniform group, as Kafka would assign that application
+// on its own. The others are balanced on counts per (member, topic) first:
+// unowned partitions are poured onto the least-loaded subscribers, topics
+// with the fewest subscribers first, then per-topic moves from the most- to
+// the least-loaded subscriber run until no topic can improve. Only then are
+// partitions chosen: a member that loses some of a topic keeps the lowest of
+// what it owns, and members that gain take the freed partitions as Kafka's
+// maybeAssign would deal them, from each member's load when the topic's turn
+// came. Because a member either loses or gains within a topic, never both,
+// no two-cycle can arise. This avoids Kafka's repeated scans of sorted
+// member sets, which cost O(P*M) per rebalance.
 //
 // Rack mode works per partition, since partitions are then no longer
 // interchangeable: in the general case each unowned partition first goes to
@@ -109,7 +134,8 @@
 //
 // Every member of the request gets one abi.MemberAssignment, in request
 // order, with topics in name order and partitions ascending. Partition slices
-// of different members share backing arrays with their capacity capped at
-// their length, so appending to one copies it rather than overwriting a
-// neighbour; callers must not write into them.
+// (of different members, and of different topics of one member) share
+// backing arrays with their capacity capped at their length, so appending to
+// one copies it rather than overwriting a neighbour; callers must not write
+// into them.
 package sticky

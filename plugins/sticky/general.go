@@ -22,6 +22,9 @@ type general struct {
 	own   []int32 // per entry: partitions kept from what the member owned
 	x     []int32 // per entry: partitions planned
 	count []int32 // per member: partitions planned in all
+	// pre is per entry the member's count when its topic was poured: its
+	// load when Kafka's maybeAssign reaches the topic.
+	pre []int32
 }
 
 // assignGeneral returns the runs each member of in is assigned; the members
@@ -81,6 +84,7 @@ func (g *group) assignGeneral(kept []claim, rk *racks, in []bool) []claim {
 	}
 	s.own = make([]int32, ne)
 	s.x = make([]int32, ne)
+	s.pre = make([]int32, ne)
 	s.count = make([]int32, n)
 	free := make([]int32, nt)
 	for r := range nt {
@@ -136,10 +140,14 @@ func (s *general) entryOf(m, r int32) int32 {
 }
 
 // pour gives u more partitions of rank r to its subscribers, raising the
-// least-loaded ones to a common level (water filling); ties go by member
-// order.
+// least-loaded ones to a common level (water filling), as Kafka's
+// maybeAssign does one partition at a time: each goes to the least-loaded
+// subscriber, ties in member order.
 func (s *general) pour(r, u int32, keys []uint64) []uint64 {
 	ents := s.topicEntries[s.topicStart[r]:s.topicStart[r+1]]
+	for _, e := range ents {
+		s.pre[e] = s.count[s.entryMember[e]]
+	}
 	if u <= 0 || len(ents) == 0 {
 		return keys
 	}
@@ -160,6 +168,13 @@ func (s *general) pour(r, u int32, keys []uint64) []uint64 {
 		k++
 	}
 	level, rem := (int64(u)+sum)/int64(k), (int64(u)+sum)%int64(k)
+	// Once all k are at the level, the rem partitions left go to the
+	// first of them in member order.
+	first := keys[:k]
+	for i := range first {
+		first[i] = uint64(uint32(first[i]))
+	}
+	slices.Sort(first)
 	for i := range k {
 		e := ents[uint32(keys[i])]
 		m := s.entryMember[e]
@@ -268,8 +283,9 @@ func (s *general) extremes(ents []int32) (lo, hi int32) {
 // materialize chooses the partitions. Per topic, a member whose plan is
 // smaller than what it holds keeps what it owned before the partitions it
 // was only just given (rack mode), each in partition order, and frees the
-// rest; members whose plan is larger take the free runs in member order (in
-// rack mode, rack-matching members first, then previous owners). valid are
+// rest; members whose plan is larger take the free partitions as Kafka's
+// maybeAssign deals them (in rack mode, rack-matching members first, then
+// previous owners, then members in order). valid are
 // the kept owned runs and fresh the partitions rack mode handed out, both
 // sorted by start and with the entry in gen.
 func (s *general) materialize(valid, fresh, mismatched []claim) []claim {
@@ -278,6 +294,7 @@ func (s *general) materialize(valid, fresh, mismatched []claim) []claim {
 	left := make([]int32, len(s.x)) // per entry: still to keep
 	copy(left, s.x)
 	var pool, held []claim
+	var ms, join, leave []int32
 	vi, fi, mi := 0, 0, 0
 	keep := func(runs []claim) {
 		for _, c := range runs {
@@ -309,10 +326,16 @@ func (s *general) materialize(valid, fresh, mismatched []claim) []claim {
 		pool = mergeFree(pool)
 		ents := s.topicEntries[s.topicStart[r]:s.topicStart[r+1]]
 		if s.rk == nil {
-			cur := cursor{runs: pool}
+			// Deal as maybeAssign would from each member's load then.
+			ms, join, leave = ms[:0], join[:0], leave[:0]
 			for _, e := range ents {
-				out = cur.take(out, s.entryMember[e], left[e])
+				if left[e] > 0 {
+					ms = append(ms, s.entryMember[e])
+					join = append(join, s.pre[e])
+					leave = append(leave, s.pre[e]+left[e])
+				}
 			}
+			out, _ = newFreeCursor(pool).dealRounds(out, ms, join, leave)
 		} else {
 			out = s.placeRacks(out, r, pool, mismatched[mi:mj], ents, left)
 		}

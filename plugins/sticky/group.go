@@ -3,6 +3,7 @@ package sticky
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/wasmassign/wasmassign/plugins/internal/groupview"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
@@ -18,8 +19,8 @@ import (
 type group struct {
 	req *abi.Request
 
-	// order lists member indices in Kafka's member order (see
-	// groupview.MemberOrder); rank is its inverse.
+	// order lists member indices in the sticky assignors' member order
+	// (see memberIDOrder); rank is its inverse.
 	order, rank []int32
 
 	// byRank[r] is the request index of topic rank r; rankOf[t] is the rank
@@ -42,20 +43,23 @@ type group struct {
 
 	// scratch is allocated on first use; see memberScratch.
 	scratch *memberScratch
+	// sizeRun is allocated on first use; see samePartitionID.
+	sizeRun []int32
 }
 
 // memberScratch is per-member working state, allocated once per request
 // and shared by the components of a group, which never share members.
 type memberScratch struct {
-	pos, count, quota []int32
-	full              []bool
+	// pos is a member's position in its component's member list; count
+	// what it holds; keep how many of its owned partitions it keeps.
+	pos, count, keep []int32
 }
 
 // memberScratch returns the group's per-member scratch arrays.
 func (g *group) memberScratch() *memberScratch {
 	if g.scratch == nil {
 		n := len(g.req.Members)
-		g.scratch = &memberScratch{pos: make([]int32, n), count: make([]int32, n), quota: make([]int32, n), full: make([]bool, n)}
+		g.scratch = &memberScratch{pos: make([]int32, n), count: make([]int32, n), keep: make([]int32, n)}
 	}
 	return g.scratch
 }
@@ -122,7 +126,7 @@ func (g *group) ranksOf(dst, ts []int32) []int32 {
 func newGroup(req *abi.Request) (*group, error) {
 	nt, n := len(req.Topics), len(req.Members)
 	g := &group{req: req}
-	g.order = groupview.MemberOrder(req.Members)
+	g.order = memberIDOrder(req.Members)
 	g.rank = make([]int32, n)
 	for r, m := range g.order {
 		g.rank[m] = int32(r)
@@ -188,6 +192,24 @@ func newGroup(req *abi.Request) (*group, error) {
 	}
 	g.subStart[n] = int32(len(g.subs))
 	return g, nil
+}
+
+// memberIDOrder returns the indices of ms ordered by member id. Kafka's
+// consumer leader keys the subscriptions it hands the sticky assignors by
+// member id, static members included, and their sorted member lists and
+// tie-breaks follow that key (not group.instance.id, which only
+// AbstractPartitionAssignor's range and round-robin orders use). Java
+// compares UTF-16 code units, Go bytes: the two orders differ only between
+// characters above U+FFFF and those from U+E000 to U+FFFF.
+func memberIDOrder(ms []abi.Member) []int32 {
+	order := make([]int32, len(ms))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		return strings.Compare(ms[a].MemberID, ms[b].MemberID)
+	})
+	return order
 }
 
 // equalInt32s reports whether a and b are equal. It has no branch in its

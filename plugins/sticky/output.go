@@ -7,119 +7,286 @@ import (
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
-// piece is a run of partitions p0 to p0+k-1 of topic rank r.
+// piece is a run of partitions p0, p0+step, ..., k of them, of topic rank r.
 type piece struct {
-	r, p0, k int32
+	r, p0, k, step int32
 }
 
-// response turns assigned runs (member, start, n) into the answer: one
-// MemberAssignment per member, in request order, topics in name order,
-// partitions ascending. A member's run of one topic becomes a window of one
-// shared buffer of ascending ids, so a contiguous range costs nothing per
-// partition. With userData, each member also gets StickyAssignor's v1 user
-// data for generation.
+// response turns assigned runs (member, start, n, stride) into the answer:
+// one MemberAssignment per member, in request order, topics in name order,
+// partitions ascending. A member's contiguous run of one topic becomes a
+// window of one shared buffer of ascending ids, so it costs nothing per
+// partition; other partitions are written into one shared buffer. With
+// userData, each member also gets StickyAssignor's v1 user data for
+// generation.
+//
+// Kafka's round-robin layout gives a member of a large group one partition
+// of each of hundreds of topics, so the answer can hold a million topic
+// entries: every table is sized from the runs first and allocated once.
 func (g *group) response(runs []claim, userData bool, generation int32) *abi.Response {
 	req := g.req
 	n := int32(len(req.Members))
 	resp := &abi.Response{Members: make([]abi.MemberAssignment, n)}
 	byMember, start := bucketByMember(runs, n, nil)
 
-	pieces := make([]piece, 0, len(runs)+len(g.byRank))
-	pstart := make([]int32, n+1)
+	// Bounds: a run has at most one entry per topic it spans, and each
+	// entry at most its partitions.
+	maxP, maxName := int32(0), 0
+	for r, t := range g.byRank {
+		maxP = max(maxP, g.partitions(int32(r)))
+		maxName = max(maxName, len(req.Topics[t].Name))
+	}
+	// Partitions need writing out unless a topic's share is one
+	// contiguous run (a window of ids), which a member with one run whose
+	// stride exceeds every topic always has.
+	entries, most, udSize, joined := 0, 0, 0, 0
 	for m := range n {
 		rs := byMember[start[m]:start[m+1]]
-		if !slices.IsSortedFunc(rs, func(a, b claim) int { return int(a.start - b.start) }) {
-			slices.SortFunc(rs, func(a, b claim) int { return int(a.start - b.start) })
-		}
-		from := len(pieces)
-		for _, c := range rs {
-			x, end := c.start, c.end()
-			r := g.topicAt(x)
-			for x < end {
-				e := min(end, g.base[r+1])
-				p0 := x - g.base[r]
-				if k := len(pieces) - 1; k >= from && pieces[k].r == r && pieces[k].p0+pieces[k].k == p0 {
-					pieces[k].k += e - x
-				} else {
-					pieces = append(pieces, piece{r: r, p0: p0, k: e - x})
-				}
-				x = e
-				r++
+		perMember := 0
+		for i := range rs {
+			c := &rs[i]
+			spans := int(g.topicAt(c.last())-g.topicAt(c.start)) + 1
+			perMember += min(int(c.n), spans)
+			udSize += 4 * int(c.n)
+			if len(rs) > 1 || (!c.contiguous() && c.stride() < maxP) {
+				joined += int(c.n)
 			}
 		}
-		pstart[m+1] = int32(len(pieces))
-	}
-
-	// Size everything first, so each table is allocated once.
-	entries, joined, udSize := 0, 0, 0
-	maxP := int32(0)
-	for r := range g.byRank {
-		maxP = max(maxP, g.partitions(int32(r)))
-	}
-	for m := range n {
-		ps := pieces[pstart[m]:pstart[m+1]]
-		if userData {
-			udSize += 8
-		}
-		for i := 0; i < len(ps); {
-			j, total := groupEnd(ps, i)
-			entries++
-			if j-i > 1 {
-				joined += int(total)
-			}
-			if userData {
-				udSize += 6 + len(req.Topics[g.byRank[ps[i].r]].Name) + 4*int(total)
-			}
-			i = j
-		}
+		entries += perMember
+		most = max(most, perMember)
+		udSize += 8 + perMember*(6+maxName)
 	}
 	ids := make([]int32, maxP)
 	ascending(ids)
 	// User data lists partitions big-endian; laying the ids out once that
-	// way turns writing a run into one copy.
+	// way turns writing a range into one copy.
 	var beIDs []byte
+	var ud []byte
 	if userData {
 		beIDs = make([]byte, 4*maxP)
 		bigEndianAscending(beIDs)
-	}
-	tps := make([]abi.TopicPartitions, entries)
-	buf := make([]int32, joined)
-	var ud []byte
-	if userData {
 		ud = make([]byte, 0, udSize)
 	}
-	cur := 0
+	tps := make([]abi.TopicPartitions, 0, entries)
+	pieces, spare := make([]piece, 0, most), []piece(nil)
+	buf := &idBuffer{left: joined}
 	for m := range n {
-		ps := pieces[pstart[m]:pstart[m+1]]
-		first := cur
-		for i := 0; i < len(ps); {
-			j, total := groupEnd(ps, i)
-			var parts []int32
-			if j-i == 1 {
-				parts = ids[ps[i].p0 : ps[i].p0+ps[i].k : ps[i].p0+ps[i].k]
-			} else {
-				parts = buf[:0:total]
-				buf = buf[total:]
-				for _, p := range ps[i:j] {
-					parts = append(parts, ids[p.p0:p.p0+p.k]...)
-				}
-			}
-			tps[cur] = abi.TopicPartitions{Topic: g.byRank[ps[i].r], Partitions: parts}
-			cur++
-			i = j
+		first := len(tps)
+		if rs := byMember[start[m]:start[m+1]]; len(rs) == 1 && !rs[0].contiguous() && rs[0].stride() >= maxP {
+			// One partition per topic, each its own entry: the layout of a
+			// member of a large group in Kafka's round robin.
+			tps = g.appendSingles(tps, rs[0], ids)
+		} else {
+			tps = g.appendEntries(tps, rs, pieces, &spare, ids, buf)
 		}
 		ma := &resp.Members[m]
 		ma.Member = m
-		if cur > first {
+		if cur := len(tps); cur > first {
 			ma.Partitions = tps[first:cur:cur]
 		}
 		if userData {
 			from := len(ud)
-			ud = g.appendUserData(ud, ps, beIDs, generation)
+			ud = appendUserData(ud, req, tps[first:], beIDs, generation)
 			ma.UserData = ud[from:len(ud):len(ud)]
 		}
 	}
 	return resp
+}
+
+// appendSingles appends the entries of the strided run c whose stride
+// exceeds every topic, so that each partition is in a topic of its own.
+func (g *group) appendSingles(tps []abi.TopicPartitions, c claim, ids []int32) []abi.TopicPartitions {
+	base, byRank := g.base, g.byRank
+	x, stride, r := c.start, c.stride(), g.topicAt(c.start)
+	for range c.n {
+		for base[r+1] <= x {
+			r++
+		}
+		p := x - base[r]
+		tps = append(tps, abi.TopicPartitions{Topic: byRank[r], Partitions: ids[p : p+1 : p+1]})
+		x += stride
+	}
+	return tps
+}
+
+// appendEntries appends the entries of one member's runs rs, cutting them
+// into pieces (pieces and *spare are scratch) and writing partitions that
+// are no window of ids into buf.
+func (g *group) appendEntries(tps []abi.TopicPartitions, rs []claim, pieces []piece, spare *[]piece, ids []int32, buf *idBuffer) []abi.TopicPartitions {
+	pieces = pieces[:0]
+	for _, c := range rs {
+		pieces = g.appendPieces(pieces, 0, c)
+	}
+	pieces = sortPieces(pieces, spare)
+	var last piece
+	var lastParts []int32
+	for i := 0; i < len(pieces); {
+		j, total := groupEnd(pieces, i)
+		var parts []int32
+		if p := pieces[i]; j-i == 1 && (p.step == 1 || p.k == 1) {
+			parts = ids[p.p0 : p.p0+p.k : p.p0+p.k]
+		} else if j-i == 1 && lastParts != nil && p.p0 == last.p0 && p.step == last.step && p.k == last.k {
+			// A progression whose stride divides the topic sizes takes
+			// the same partition ids in every topic: share them.
+			parts = lastParts
+		} else {
+			parts = buf.take(total)
+			for _, p := range pieces[i:j] {
+				if p.step == 1 {
+					parts = append(parts, ids[p.p0:p.p0+p.k]...)
+					continue
+				}
+				parts = appendProgression(parts, p.p0, p.step, p.k)
+			}
+			if j-i > 1 && !slices.IsSorted(parts) {
+				// Progressions of one member within a topic may
+				// interleave.
+				slices.Sort(parts)
+			}
+			if j-i == 1 {
+				last, lastParts = pieces[i], parts
+			}
+		}
+		tps = append(tps, abi.TopicPartitions{Topic: g.byRank[pieces[i].r], Partitions: parts})
+		i = j
+	}
+	return tps
+}
+
+// idBuffer hands out room for partition ids from shared chunks, so that
+// written-out partition lists cost one allocation per chunk.
+type idBuffer struct {
+	chunk []int32
+	// left bounds what may still be asked for, so that no chunk is larger
+	// than needed.
+	left int
+}
+
+// take returns an empty slice with capacity n.
+func (b *idBuffer) take(n int32) []int32 {
+	if len(b.chunk) < int(n) {
+		b.chunk = make([]int32, max(int(n), min(b.left, 1<<12)))
+	}
+	out := b.chunk[:0:n]
+	b.chunk = b.chunk[n:]
+	b.left -= int(n)
+	return out
+}
+
+// appendProgression appends p0, p0+step, ..., k of them.
+//
+//go:noinline
+func appendProgression(dst []int32, p0, step, k int32) []int32 {
+	for range k {
+		dst = append(dst, p0)
+		p0 += step
+	}
+	return dst
+}
+
+// appendPieces appends the pieces of run c, one per topic it touches, to
+// pieces, joining a contiguous piece to the previous one of the same member
+// (pieces from from on) when it continues it.
+func (g *group) appendPieces(pieces []piece, from int, c claim) []piece {
+	x, r := c.start, g.topicAt(c.start)
+	if c.contiguous() {
+		end := c.end()
+		for x < end {
+			e := min(end, g.base[r+1])
+			p0 := x - g.base[r]
+			if k := len(pieces) - 1; k >= from && pieces[k].r == r && pieces[k].step == 1 && pieces[k].p0+pieces[k].k == p0 {
+				pieces[k].k += e - x
+			} else {
+				pieces = append(pieces, piece{r: r, p0: p0, k: e - x, step: 1})
+			}
+			x = e
+			r++
+		}
+		return pieces
+	}
+	stride := int64(c.stride())
+	for left := c.n; left > 0; {
+		for g.base[r+1] <= x {
+			r++
+		}
+		k := int32(min(int64(left), (int64(g.base[r+1]-x)+stride-1)/stride))
+		step := int32(1)
+		if k > 1 {
+			step = int32(stride)
+		}
+		pieces = append(pieces, piece{r: r, p0: x - g.base[r], k: k, step: step})
+		left -= k
+		x += int32(int64(k) * stride)
+	}
+	return pieces
+}
+
+// sortPieces sorts one member's pieces by topic rank, then first partition.
+// Each run yields its pieces in that order, so they are a few sorted chains
+// (a member keeps a progression over every topic and is dealt another):
+// those are merged pairwise rather than sorted, through *spare.
+func sortPieces(ps []piece, spare *[]piece) []piece {
+	chains := 1
+	for i := 1; i < len(ps); i++ {
+		if comparePieces(ps[i-1], ps[i]) > 0 {
+			chains++
+		}
+	}
+	if chains == 1 {
+		return ps
+	}
+	if chains > 16 {
+		slices.SortFunc(ps, comparePieces)
+		return ps
+	}
+	if cap(*spare) < len(ps) {
+		*spare = make([]piece, len(ps))
+	}
+	tmp := (*spare)[:len(ps)]
+	for chains > 1 {
+		// Merge chains two by two from src into dst.
+		src, dst := ps, tmp[:0]
+		chains = 0
+		for i := 0; i < len(src); {
+			a := chainEnd(src, i)
+			b := chainEnd(src, a)
+			dst = mergePieces(dst, src[i:a], src[a:b])
+			chains++
+			i = b
+		}
+		ps, tmp = dst, src
+	}
+	return ps
+}
+
+// chainEnd returns the end of the sorted chain of ps starting at i.
+func chainEnd(ps []piece, i int) int {
+	if i >= len(ps) {
+		return i
+	}
+	for i++; i < len(ps) && comparePieces(ps[i-1], ps[i]) <= 0; i++ {
+	}
+	return i
+}
+
+// mergePieces appends the merge of the sorted a and b to dst.
+func mergePieces(dst, a, b []piece) []piece {
+	for len(a) > 0 && len(b) > 0 {
+		if comparePieces(a[0], b[0]) <= 0 {
+			dst, a = append(dst, a[0]), a[1:]
+		} else {
+			dst, b = append(dst, b[0]), b[1:]
+		}
+	}
+	return append(append(dst, a...), b...)
+}
+
+// comparePieces orders pieces by topic rank, then first partition.
+func comparePieces(a, b piece) int {
+	if a.r != b.r {
+		return int(a.r - b.r)
+	}
+	return int(a.p0 - b.p0)
 }
 
 // groupEnd returns the end of the pieces of ps that share ps[i]'s topic, and
@@ -153,28 +320,35 @@ func bigEndianAscending(b []byte) {
 }
 
 // appendUserData appends StickyAssignor's v1 user data for the assignment
-// of pieces ps (sorted, one topic's pieces adjacent): the array of {topic,
+// tps (topics in name order, partitions ascending): the array of {topic,
 // partitions} in Kafka's big-endian encoding, then the generation. A Java
 // StickyAssignor client writes the same structure into its next
 // subscription. Kafka topic names are at most 249 bytes, well within the
 // int16 length.
-func (g *group) appendUserData(dst []byte, ps []piece, beIDs []byte, generation int32) []byte {
-	topics := 0
-	for i := 0; i < len(ps); {
-		i, _ = groupEnd(ps, i)
-		topics++
-	}
-	dst = binary.BigEndian.AppendUint32(dst, uint32(topics))
-	for i := 0; i < len(ps); {
-		j, total := groupEnd(ps, i)
-		name := g.req.Topics[g.byRank[ps[i].r]].Name
+func appendUserData(dst []byte, req *abi.Request, tps []abi.TopicPartitions, beIDs []byte, generation int32) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(tps)))
+	for _, tp := range tps {
+		name := req.Topics[tp.Topic].Name
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(name)))
 		dst = append(dst, name...)
-		dst = binary.BigEndian.AppendUint32(dst, uint32(total))
-		for _, p := range ps[i:j] {
-			dst = append(dst, beIDs[4*p.p0:4*(p.p0+p.k)]...)
+		parts := tp.Partitions
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(parts)))
+		// Ascending and without repeats: a range when its ends say so.
+		if p0 := parts[0]; parts[len(parts)-1]-p0 == int32(len(parts)-1) {
+			dst = append(dst, beIDs[4*p0:4*(p0+int32(len(parts)))]...)
+			continue
 		}
-		i = j
+		dst = appendBigEndian(dst, parts)
 	}
 	return binary.BigEndian.AppendUint32(dst, uint32(generation))
+}
+
+// appendBigEndian appends parts as big-endian int32s.
+//
+//go:noinline
+func appendBigEndian(dst []byte, parts []int32) []byte {
+	for _, p := range parts {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(p))
+	}
+	return dst
 }

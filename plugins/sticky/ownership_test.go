@@ -19,7 +19,7 @@ func claimsByName(t *testing.T, k kind, req *abi.Request) map[string][]string {
 		t.Fatal(err)
 	}
 	out := map[string][]string{}
-	for _, c := range settle(g.claims(k == coop)) {
+	for _, c := range g.settle(g.claims(k == coop)) {
 		id := req.Members[c.member].MemberID
 		for x := c.start; x < c.end(); x++ {
 			out[id] = append(out[id], fmt.Sprintf("%s-%d", req.Topics[g.byRank[c.topic]].Name, x-g.base[c.topic]))
@@ -279,19 +279,24 @@ func TestSticky_ConflictingClaimsSettledPerPartition(t *testing.T) {
 	}
 }
 
-// TestSticky_RunCutting checks how owned partition lists are cut into runs:
-// whatever their order, repeats or out-of-range ids, the runs cover exactly
-// the valid ids listed.
+// TestSticky_RunCutting checks how owned partition lists are cut into runs
+// (contiguous or strided): whatever their order, repeats or out-of-range
+// ids, the runs cover exactly the valid ids listed.
 func TestSticky_RunCutting(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(2, 3))
 	for range 2000 {
 		limit := int32(1 + rnd.IntN(20))
 		var parts []int32
-		switch rnd.IntN(3) {
+		switch rnd.IntN(4) {
 		case 0: // a contiguous range, maybe running past the end
 			p0 := int32(rnd.IntN(25)) - 2
 			for i := range rnd.IntN(12) + 1 {
 				parts = append(parts, p0+int32(i))
+			}
+		case 1: // a progression, maybe running past the end
+			p0, d := int32(rnd.IntN(25))-2, int32(rnd.IntN(5))-1
+			for i := range rnd.IntN(8) + 1 {
+				parts = append(parts, p0+d*int32(i))
 			}
 		default:
 			for range rnd.IntN(12) + 1 {
@@ -302,8 +307,8 @@ func TestSticky_RunCutting(t *testing.T) {
 		cs := g.appendOwned(nil, []abi.TopicPartitions{{Topic: 0, Partitions: parts}}, 0, 1)
 		var got []int32
 		for _, c := range cs {
-			for x := c.start; x < c.end(); x++ {
-				got = append(got, x)
+			for i := range c.n {
+				got = append(got, c.start+i*c.stride())
 			}
 		}
 		var want []int32

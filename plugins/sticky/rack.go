@@ -196,3 +196,29 @@ func (rk *racks) byCandidates(parts []freePartition) (order, cands []int32) {
 	}
 	return countingOrder(cands), cands
 }
+
+// memberOnRack reports whether member m is on one of the racks of replica set s:
+// unlike matches, a member without a rack is on none.
+func (rk *racks) memberOnRack(m, s int32) bool {
+	id := rk.member[m]
+	return id >= 0 && s >= 0 && rk.masks[int(s)*rk.words+int(id/64)]&(1<<(id%64)) != 0
+}
+
+// nextOnRack is Kafka's RackInfo.nextRackConsumer: the index of the first
+// member of list, from first on and wrapping around, on one of the racks of
+// replica set s; -1 when there is none.
+func (rk *racks) nextOnRack(s int32, list []int32, first int) int {
+	if s < 0 || len(list) == 0 {
+		return -1
+	}
+	for i := range list {
+		idx := first + i
+		if idx >= len(list) {
+			idx -= len(list)
+		}
+		if rk.memberOnRack(list[idx], s) {
+			return idx
+		}
+	}
+	return -1
+}

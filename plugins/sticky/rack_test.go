@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wasmassign/wasmassign/plugins/internal/assignortest"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
 // rackCase is one verifyRackAssignment call of Kafka's
@@ -101,8 +102,9 @@ func TestSticky_KafkaRackAwareAssignment(t *testing.T) {
 }
 
 // TestSticky_RandomRackGroups runs random groups with random racks and
-// replica placement through a few generations, feeding each answer back:
-// validity and balance must hold in rack mode, on both paths.
+// replica placement through a few generations, feeding each answer back,
+// with members leaving and joining: validity and balance must hold in rack
+// mode, on both paths.
 func TestSticky_RandomRackGroups(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(5, 6))
 	racks := []string{"a", "b", "c", ""}
@@ -128,12 +130,19 @@ func TestSticky_RandomRackGroups(t *testing.T) {
 				m.rack = racks[rnd.IntN(len(racks))]
 				ms = append(ms, m)
 			}
-			for gen := int32(1); gen <= 3; gen++ {
+			for gen := int32(1); gen <= 4; gen++ {
 				h.generation = gen
 				p := h.assign(ms)
 				ms = feedBack(ms, p, gen)
 				if rnd.IntN(2) == 0 && len(ms) > 1 {
 					ms = ms[1:]
+				}
+				if rnd.IntN(2) == 0 {
+					// A newcomer shrinks the quota: members give up what
+					// comes last by partition id.
+					m := sub(fmt.Sprintf("n%d", gen), ms[0].topics...)
+					m.rack = racks[rnd.IntN(len(racks))]
+					ms = append(ms, m)
 				}
 			}
 		}
@@ -175,5 +184,42 @@ func TestSticky_RackModeDecision(t *testing.T) {
 				t.Fatalf("rack mode %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSticky_RackModeTrimsIntoProgressions is a regression case from the
+// wasm parity test: in rack mode a member trimmed to its quota keeps
+// partitions 1 and 3 (one strided run), so what is free (0, 4, 6 and 7)
+// includes a strided run too, and must be handed out partition by
+// partition, not as the interval it spans (which held 5, kept by another
+// member). planOf checks that no partition goes to two members.
+func TestSticky_RackModeTrimsIntoProgressions(t *testing.T) {
+	req := &abi.Request{GroupID: "g", Generation: 7,
+		Brokers:     []abi.Broker{{ID: 0, Rack: "c"}, {ID: 1, Rack: "b"}},
+		ReplicaSets: [][]int32{{0}, {1}, {0, 1}, {1, 0}},
+		Topics: []abi.Topic{
+			{Name: "t0", Exists: true, PartitionCount: 8, Partitions: []abi.Partition{
+				{Replicas: 0}, {Replicas: 1}, {Replicas: 3}, {Replicas: 3}, {Replicas: 2}, {Replicas: 3}, {Replicas: 3}, {Replicas: 2},
+			}},
+			{Name: "t1", Exists: true},
+		},
+		Members: []abi.Member{
+			{MemberID: "m-10", Topics: []int32{0, 1}, OwnedGeneration: -1},
+			{MemberID: "m-241", Rack: "a", Topics: []int32{0}, OwnedGeneration: -1},
+			{MemberID: "m-472", Topics: []int32{0, 1}, OwnedGeneration: -1},
+			{MemberID: "m-83", Rack: "b", Topics: []int32{0, 1}, OwnedGeneration: 4, Owned: []abi.TopicPartitions{{Topic: 0, Partitions: []int32{0, 2, 5}}}},
+			{MemberID: "m-174", Topics: []int32{0, 1}, OwnedGeneration: 0, Owned: []abi.TopicPartitions{{Topic: 0, Partitions: []int32{0, 1, 3, 4, 7}}}},
+			{MemberID: "m-555", Rack: "a", Topics: []int32{0, 1}, OwnedGeneration: 1},
+		},
+	}
+	_, p := coop.run(t, req)
+	// m-83 keeps 2 and 5 (0 is off its rack); m-174 keeps the first two of
+	// 1, 3, 4, 7 by partition id.
+	eq(t, "m-83", p["m-83"], tps("t0-2, t0-5"))
+	eq(t, "m-174", p["m-174"], tps("t0-1, t0-3"))
+	for _, id := range []string{"m-10", "m-241", "m-472", "m-555"} {
+		if len(p[id]) != 1 {
+			t.Fatalf("%s should get one partition: %v", id, p)
+		}
 	}
 }

@@ -64,8 +64,12 @@ func assign(req *abi.Request, cooperative bool) (*abi.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	kept := settle(g.claims(cooperative))
+	kept := g.settle(g.claims(cooperative))
 	rk := newRacks(g)
+	if rk != nil && !allContiguous(kept) {
+		// Rack mode looks at every partition's replicas anyway.
+		kept = g.unstride(kept)
+	}
 	var runs []claim
 	if g.uniform {
 		runs = g.assignUniform(g.order, g.allRanks(), kept, rk)

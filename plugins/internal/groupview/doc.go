@@ -5,8 +5,9 @@
 // abi.Response that says so. The built-in assignors (plugins/range,
 // plugins/roundrobin, plugins/leaderrack) are written on top of it, so that
 // each of these rules is stated once; plugins/sticky, which numbers
-// partitions its own way, takes the member order, the assignable topics and
-// the rack numbering from it.
+// partitions its own way (and orders members by member id, as Kafka's
+// sticky assignors do), takes the assignable topics and the rack numbering
+// from it.
 //
 // It is linked into the wasm plugins, so it must compile for GOOS=wasip1 and
 // import only sdk/go/abi and the standard library: no os, no net, no
