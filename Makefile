@@ -16,6 +16,12 @@ KAFKA_VERSION ?= 4.4.0
 
 all: build
 
+include sdk/sdk.mk
+include sdk/rust/rust.mk
+
+# The C SDK's kit needs clang-14 and wasi-libc from Debian.
+$(SDK_C_KIT): | tools
+
 ## build: the built-in plugins, then bin/wasmassign with them embedded.
 build: plugins bin/wasmassign
 
@@ -52,7 +58,7 @@ vet:
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./plugins/... ./testdata/guests/go
 
 ## test: everything CI checks.
-test: build testdata vet kafka-cache
+test: build testdata sdk-kits sdk-test-artefacts rust vet kafka-cache
 	REALKAFKA_REQUIRED=1 $(GO) test -count=1 ./...
 	cd sdk/go && $(GO) test -count=1 ./...
 
@@ -65,7 +71,7 @@ bench: build testdata
 run: build
 	bin/wasmassign serve --config examples/gateway.toml
 
-clean:
+clean: sdk-clean rust-clean
 	rm -rf bin $(BUILTIN_WASM) testdata/guests/go/*.wasm
 	-$(MAKE) -s -C testdata/hostile clean
 	-$(MAKE) -s -C testdata/guests/c clean

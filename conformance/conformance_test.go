@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/wasmassign/wasmassign/handover"
+	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/plugins/builtin"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 	"github.com/wasmassign/wasmassign/scenario"
@@ -179,7 +180,23 @@ func newRegistry(t *testing.T) *wasmruntime.Registry {
 	if err := reg.LoadBuiltins(ctx, builtin.FS()); err != nil {
 		t.Fatal(err)
 	}
+	// The suite also covers the custom plugins this repository ships as
+	// examples; they are built separately (Rust).
+	for _, p := range customPlugins {
+		file := filepath.Join(testutil.Root(t), p.file)
+		if _, err := os.Stat(file); err != nil {
+			t.Fatalf("custom plugin %s: %v (build it with `%s`)", p.file, err, p.build)
+		}
+		if err := reg.LoadFile(ctx, file); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return reg
+}
+
+// customPlugins are loaded besides the built-ins.
+var customPlugins = []struct{ file, build string }{
+	{"plugins/weighted/weighted.wasm", "make rust-wasm"},
 }
 
 // chooseAssignor picks the assignor the way `wasmassign simulate` does
@@ -189,7 +206,7 @@ func chooseAssignor(reg *wasmruntime.Registry, sc *scenario.Scenario) (*wasmrunt
 	if sc.Assignor != "" {
 		a, ok := reg.Lookup(sc.Assignor)
 		if !ok {
-			return nil, fmt.Errorf("assignor %q: no built-in provides it", sc.Assignor)
+			return nil, fmt.Errorf("assignor %q: no loaded plugin provides it", sc.Assignor)
 		}
 		return a, nil
 	}
@@ -198,7 +215,7 @@ func chooseAssignor(reg *wasmruntime.Registry, sc *scenario.Scenario) (*wasmrunt
 	}
 	a, ok := reg.ForProtocol(sc.Protocol)
 	if !ok {
-		return nil, fmt.Errorf("protocol %q: no built-in serves it", sc.Protocol)
+		return nil, fmt.Errorf("protocol %q: no loaded plugin serves it", sc.Protocol)
 	}
 	return a, nil
 }
