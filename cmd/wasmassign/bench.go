@@ -115,7 +115,10 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		native, ok = bench.NativeBalancer(protocol)
 	}
 	if !ok {
-		return usagef("--assignor: kgo has no balancer for assignor %q (protocol %q); it has range, roundrobin, sticky and cooperative-sticky", a.Info.Name, protocol)
+		// A custom assignor has no kgo twin; kgo's range still gives a
+		// reference point for the same input.
+		native, _ = bench.NativeBalancer("range")
+		fmt.Fprintf(e.stderr, "note: kgo has no balancer for %q (protocol %q); comparing with kgo's range\n", a.Info.Name, protocol)
 	}
 
 	opts := bench.Options{Assignor: a, Protocol: protocol, Rebalance: rebalance, Native: native, Runs: runs}

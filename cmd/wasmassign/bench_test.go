@@ -120,3 +120,13 @@ func TestBench_TableNamesBothSides(t *testing.T) {
 		}
 	}
 }
+
+func TestBench_AssignorWithoutKgoTwinIsComparedWithKgoRange(t *testing.T) {
+	code, stdout, stderr := wasmassign(t, "bench", "--case", "heterogeneous", "--assignor", "leader-rack-range", "--runs", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "comparing with kgo's range") || !strings.Contains(stdout, "leader-rack-range") {
+		t.Errorf("stdout %q\nstderr %q", stdout, stderr)
+	}
+}
