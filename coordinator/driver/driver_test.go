@@ -122,9 +122,11 @@ type env struct {
 // has one replica, on broker p % brokers, whose rack is "r<broker>".
 func start(t *testing.T, brokers int, partitions int32) *env {
 	t.Helper()
+	// Loading the plugins compiles them when the cache is cold, which can
+	// take seconds on a busy machine; the cluster's deadline starts after.
+	reg := registry(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	reg := registry(t)
 	p := plugins{reg}
 	e := &env{}
 	d, err := driver.Start(driver.Config{
