@@ -13,5 +13,5 @@ import (
 // and milliseconds to load from the cache that WASMASSIGN_TEST_CACHE names.
 func TestMain(m *testing.M) {
 	RunWorkerIfRequested()
-	os.Exit(testutil.RunWithTempDir(m, "WASMASSIGN_TEST_CACHE"))
+	os.Exit(testutil.RunWithCompileCache(m, "WASMASSIGN_TEST_CACHE"))
 }

@@ -20,7 +20,7 @@ import (
 // again.
 func TestMain(m *testing.M) {
 	wasmruntime.RunWorkerIfRequested()
-	os.Exit(testutil.RunWithTempDir(m, "WASMASSIGN_CACHE_DIR"))
+	os.Exit(testutil.RunWithCompileCache(m, "WASMASSIGN_CACHE_DIR"))
 }
 
 // wasmassign runs the command in-process and returns its exit code and output.

@@ -13,5 +13,5 @@ import (
 // compilation cache, so the Go kit compiles once.
 func TestMain(m *testing.M) {
 	wasmruntime.RunWorkerIfRequested()
-	os.Exit(testutil.RunWithTempDir(m, "WASMASSIGN_TEST_CACHE"))
+	os.Exit(testutil.RunWithCompileCache(m, "WASMASSIGN_TEST_CACHE"))
 }

@@ -12,5 +12,5 @@ import (
 // one, and otherwise shares one compilation cache among the test hosts.
 func TestMain(m *testing.M) {
 	wasmruntime.RunWorkerIfRequested()
-	os.Exit(testutil.RunWithTempDir(m, "WASMASSIGN_TEST_CACHE"))
+	os.Exit(testutil.RunWithCompileCache(m, "WASMASSIGN_TEST_CACHE"))
 }

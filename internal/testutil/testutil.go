@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,16 +54,22 @@ func ReadArtefact(t testing.TB, rel string) []byte {
 	return b
 }
 
-// RunWithTempDir runs a package's tests with env naming a fresh temporary
-// directory, removed afterwards, and returns their exit code. Packages use it
-// from TestMain to share one compilation cache among all their tests, so a
-// Go guest compiles once per package instead of once per test.
-func RunWithTempDir(m *testing.M, env string) int {
-	dir, err := os.MkdirTemp("", "wasmassign-test-")
-	if err != nil {
-		panic(err)
+// RunWithCompileCache runs a package's tests with env naming the shared
+// compilation cache (unless env is already set) and returns their exit code.
+// Packages call it from TestMain, so a Go guest compiles once per machine
+// rather than once per test or per package.
+func RunWithCompileCache(m *testing.M, env string) int {
+	if os.Getenv(env) == "" {
+		os.Setenv(env, SharedCacheDir())
 	}
-	defer os.RemoveAll(dir)
-	os.Setenv(env, dir)
 	return m.Run()
+}
+
+// SharedCacheDir is a compilation cache directory shared by every test
+// process of this user: compiling a Go plugin takes a second or more, and
+// on a busy machine a cold cache per test binary made tests miss their
+// deadlines. wazero writes cache entries by rename, and keys them by module,
+// wazero version and check mode, so concurrent processes can share it.
+func SharedCacheDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("wasmassign-test-cache-%d", os.Getuid()))
 }
