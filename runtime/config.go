@@ -39,6 +39,10 @@ func DefaultLimits() Limits {
 // transfer (milliseconds at tens of MiB) and, after a call that trapped,
 // the worker's new instance of the module. Starting a worker is not
 // counted, as instantiating is not when the in-process pool is empty.
+//
+// The same deadline bounds the idle call a host makes after a call, off the
+// caller's path, to guests that export wasmassign_idle; a guest past it is
+// discarded (its worker killed) and no caller sees an error.
 func (l Limits) WithTimeout(d time.Duration) Limits { l.timeout = d; return l }
 
 // WithMemoryLimitMB caps each instance's linear memory; memory.grow beyond it
@@ -90,6 +94,10 @@ type Config struct {
 	poolSize      int
 	isolation     Isolation
 	workerCommand string
+	// skipIdle makes the host never call a guest's idle export, as hosts
+	// older than it do. Only tests set it, to check that guests still keep
+	// their memory flat for such hosts.
+	skipIdle bool
 }
 
 // Isolation says where a host runs plugin code.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -32,6 +34,26 @@ type engine struct {
 	// memory backs each instance's linear memory with a mapping reserved at
 	// its maximum size; nil where the platform has none.
 	memory experimental.MemoryAllocator
+	// bgCtx ends when close begins; the idle calls that run in the
+	// background (plugin.go) run under it, so that close stops them.
+	bgCtx  context.Context
+	stopBG context.CancelFunc
+	mu     sync.Mutex
+	// closing is set under mu when close begins: no background call starts
+	// after it, and the ones it cuts short are not plugin failures.
+	closing bool
+	// bg counts background calls. Closing the runtime frees the code and
+	// memory a running guest uses, so close waits for them first.
+	bg sync.WaitGroup
+
+	// compiling serialises compiles of equal bytes (by hash under
+	// compileSeed; a collision only serialises two compiles). wazero v1.12
+	// publishes a module loaded from its file cache before it has finished
+	// preparing it, and a second compile of the same bytes then returns it
+	// at once: instantiating that panics in wazero. A Registry loads a
+	// directory's files concurrently, and two files may be equal.
+	compileSeed maphash.Seed
+	compiling   map[uint64]*sync.Mutex
 }
 
 // newEngine starts a runtime under limits, caching compiled code in
@@ -40,7 +62,9 @@ func newEngine(ctx context.Context, limits Limits, cacheDir string, checked bool
 	rc := wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(checked).
 		WithMemoryLimitPages(limits.memoryPages())
-	e := &engine{limits: limits, checked: checked, memory: linmem.Allocator()}
+	e := &engine{limits: limits, checked: checked, memory: linmem.Allocator(),
+		compileSeed: maphash.MakeSeed(), compiling: make(map[uint64]*sync.Mutex)}
+	e.bgCtx, e.stopBG = context.WithCancel(context.Background())
 	if cacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
 		if err != nil {
@@ -72,6 +96,11 @@ func newEngine(ctx context.Context, limits Limits, cacheDir string, checked bool
 }
 
 func (e *engine) close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closing = true
+	e.mu.Unlock()
+	e.stopBG()
+	e.bg.Wait()
 	err := e.rt.Close(ctx)
 	if e.cache != nil {
 		if cerr := e.cache.Close(ctx); err == nil {
@@ -79,6 +108,30 @@ func (e *engine) close(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// background runs f, a guest call nobody waits for, in a goroutine that
+// close waits for. It returns false, without running f, once close has
+// begun. f's calls must use bgCtx, which close cancels.
+func (e *engine) background(f func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closing {
+		return false
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		f()
+	}()
+	return true
+}
+
+// isClosing says whether close has begun.
+func (e *engine) isClosing() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closing
 }
 
 // withDeadline bounds a guest call by the timeout when the engine's code can
@@ -107,16 +160,34 @@ type engineModule struct {
 type instance struct {
 	mod                             api.Module
 	alloc, free, assign, describeFn api.Function
+	idleFn                          api.Function // nil when the module has no idle export
 	io                              *instanceIO
 	buf                             []byte // reused request encoding
 }
 
 func (inst *instance) close(ctx context.Context) { inst.mod.Close(ctx) }
 
+// lockCompile takes the lock for compiling wasm and returns its release.
+// Locks are never removed: there is one per distinct module a host loads.
+func (e *engine) lockCompile(wasm []byte) func() {
+	key := maphash.Bytes(e.compileSeed, wasm)
+	e.mu.Lock()
+	l, ok := e.compiling[key]
+	if !ok {
+		l = &sync.Mutex{}
+		e.compiling[key] = l
+	}
+	e.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
 // compile compiles a module and checks its exports and imports.
 func (e *engine) compile(ctx context.Context, name string, wasm []byte, sink *logSink) (*engineModule, error) {
 	start := time.Now()
+	unlock := e.lockCompile(wasm)
 	compiled, err := e.rt.CompileModule(ctx, wasm)
+	unlock()
 	if err != nil {
 		return nil, &Error{Plugin: name, Kind: ErrNotWasm, Detail: "compile", Err: err}
 	}
@@ -152,14 +223,28 @@ func (m *engineModule) checkShape() error {
 	if _, ok := m.compiled.ExportedMemories()["memory"]; !ok {
 		return &Error{Plugin: m.name, Kind: ErrABIMismatch, Detail: "the module exports no memory named \"memory\""}
 	}
-	for _, want := range requiredExports() {
+	check := func(want exportSignature, required bool) error {
 		f, ok := exports[want.name]
 		if !ok {
+			if !required {
+				return nil
+			}
 			return &Error{Plugin: m.name, Kind: ErrABIMismatch, Detail: fmt.Sprintf("missing export %s", want.name)}
 		}
 		if !sameTypes(f.ParamTypes(), want.params) || !sameTypes(f.ResultTypes(), want.results) {
 			return &Error{Plugin: m.name, Kind: ErrABIMismatch, Detail: fmt.Sprintf("export %s has signature %s, want %s",
 				want.name, signature(f.ParamTypes(), f.ResultTypes()), signature(want.params, want.results))}
+		}
+		return nil
+	}
+	for _, want := range requiredExports() {
+		if err := check(want, true); err != nil {
+			return err
+		}
+	}
+	for _, want := range optionalExports() {
+		if err := check(want, false); err != nil {
+			return err
 		}
 	}
 	for _, f := range m.compiled.ImportedFunctions() {
@@ -224,6 +309,7 @@ func (m *engineModule) instantiate(ctx context.Context) (*instance, error) {
 		free:       mod.ExportedFunction(exportFree),
 		assign:     mod.ExportedFunction(exportAssign),
 		describeFn: mod.ExportedFunction(exportDescribe),
+		idleFn:     mod.ExportedFunction(exportIdle),
 		io:         io,
 	}, nil
 }
@@ -335,6 +421,27 @@ func (m *engineModule) call(ctx context.Context, inst *instance, cs *callState, 
 		return memBytes, &Error{Plugin: m.name, Kind: ErrInvalidOutput, Rule: rule, Err: readErr}
 	}
 	return memBytes, nil
+}
+
+// idle calls the guest's idle export on inst, under the call deadline, so
+// that the guest can do its housekeeping between calls (sdk/ABI.md). The
+// caller has checked that inst has one. Its randomness is seeded with 0: the
+// next call resets it anyway. It returns the number of log lines dropped,
+// and an error classified as for a call, after which inst must be
+// discarded.
+func (m *engineModule) idle(ctx context.Context, inst *instance) (dropped int, err error) {
+	cs := &callState{sink: m.sink}
+	inst.io.begin(cs, 0)
+	defer func() {
+		dropped = cs.dropped
+		inst.io.end()
+	}()
+	cctx, cancel := m.e.withDeadline(ctx, cs)
+	defer cancel()
+	if _, err := inst.idleFn.Call(cctx); err != nil {
+		return 0, m.classify(cctx, "", inst, cs, fmt.Errorf("%s: %w", exportIdle, err))
+	}
+	return 0, nil
 }
 
 // classify turns a wazero error into an *Error of the right kind.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +25,7 @@ const (
 	exportFree     = "wasmassign_free"
 	exportDescribe = "wasmassign_describe"
 	exportAssign   = "wasmassign_assign"
+	exportIdle     = "wasmassign_idle"
 	exportInit     = "_initialize"
 )
 
@@ -39,7 +41,15 @@ func requiredExports() []exportSignature {
 	}
 }
 
-// exportSignature is what one required export must look like.
+// optionalExports lists the ABI's function exports a module may leave out,
+// with the signature they must have when present.
+func optionalExports() []exportSignature {
+	return []exportSignature{
+		{exportIdle, nil, nil},
+	}
+}
+
+// exportSignature is what one ABI export must look like.
 type exportSignature struct {
 	name            string
 	params, results []api.ValueType
@@ -115,19 +125,31 @@ func (h *Host) Load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 // inProcess runs a plugin's instances in this process, with deadline checks
 // compiled into the guest code.
 type inProcess struct {
-	mod    *engineModule
-	pool   chan *instance
-	closed *atomic.Bool
+	mod      *engineModule
+	pool     chan *instance
+	closed   *atomic.Bool
+	skipIdle bool
+
+	// idle tracks the instances whose idle call runs in the background.
+	idle idlers
+	// idleCtx ends when the plugin or the host closes, which stops idle
+	// calls at once.
+	idleCtx   context.Context
+	stopIdle  context.CancelFunc
+	mu        sync.Mutex
+	closing   bool           // set under mu before close waits for idleCalls
+	idleCalls sync.WaitGroup // idle goroutines
 }
 
 // loadInProcess compiles wasm on the host's engine and describes it from a
-// first instance, which it keeps in the pool.
+// first instance, which it keeps in the pool after its first idle call.
 func loadInProcess(ctx context.Context, h *Host, p *Plugin, wasm []byte) (*inProcess, ModuleInfo, error) {
 	mod, err := h.eng.compile(ctx, p.name, wasm, p.sink)
 	if err != nil {
 		return nil, ModuleInfo{}, err
 	}
-	r := &inProcess{mod: mod, pool: make(chan *instance, max(h.cfg.poolSize, 1)), closed: &p.closed}
+	r := &inProcess{mod: mod, pool: make(chan *instance, max(h.cfg.poolSize, 1)), closed: &p.closed, skipIdle: h.cfg.skipIdle}
+	r.idleCtx, r.stopIdle = context.WithCancel(h.eng.bgCtx)
 	inst, err := mod.instantiate(ctx)
 	if err != nil {
 		mod.close(ctx)
@@ -138,17 +160,29 @@ func loadInProcess(ctx context.Context, h *Host, p *Plugin, wasm []byte) (*inPro
 		mod.close(ctx)
 		return nil, ModuleInfo{}, err
 	}
+	// The first idle call runs while loading, where it costs no caller
+	// anything; it tells the guest that this host calls idle before its
+	// first assignment, and lets it tidy up after its start-up.
+	if inst.idleFn != nil && !r.skipIdle {
+		if _, err := mod.idle(ctx, inst); err != nil {
+			inst.close(ctx)
+			mod.close(ctx)
+			return nil, ModuleInfo{}, err
+		}
+	}
 	r.release(ctx, inst)
 	return r, mod.info, nil
 }
 
 func (r *inProcess) acquire(ctx context.Context) (*instance, error) {
-	select {
-	case inst := <-r.pool:
+	inst, ok, err := takeFromPool(ctx, r.pool, &r.idle)
+	switch {
+	case err != nil:
+		return nil, deadlineError(r.mod.name, r.mod.e.limits.timeout, err)
+	case ok:
 		return inst, nil
-	default:
-		return r.mod.instantiate(ctx)
 	}
+	return r.mod.instantiate(ctx)
 }
 
 func (r *inProcess) release(ctx context.Context, inst *instance) {
@@ -178,9 +212,12 @@ func (r *inProcess) call(ctx context.Context, req *abi.Request) (*abi.Response, 
 	if err == nil {
 		err = decodeErr
 	}
-	if err != nil && !keepsInstance(err) {
+	switch {
+	case err != nil && !keepsInstance(err):
 		inst.close(ctx) // trapped, timed out or out of memory: never reuse
-	} else {
+	case inst.idleFn != nil && !r.skipIdle:
+		r.idleThenRelease(inst)
+	default:
 		r.release(ctx, inst)
 	}
 	if err != nil {
@@ -189,7 +226,45 @@ func (r *inProcess) call(ctx context.Context, req *abi.Request) (*abi.Response, 
 	return resp, mem, nil
 }
 
+// idleThenRelease runs the guest's idle call on inst in the background and
+// then returns inst to the pool; the caller's response has been decoded
+// already. An idle call that fails costs the instance, and is logged: no
+// caller is waiting for it.
+func (r *inProcess) idleThenRelease(inst *instance) {
+	ctx := context.Background()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		inst.close(ctx)
+		return
+	}
+	r.idleCalls.Add(1)
+	r.idle.start()
+	started := r.mod.e.background(func() {
+		defer r.idleCalls.Done()
+		defer r.idle.done() // after the release: a woken caller finds inst in the pool
+		if _, err := r.mod.idle(r.idleCtx, inst); err != nil {
+			inst.close(ctx)
+			if !r.closed.Load() && !r.mod.e.isClosing() {
+				r.mod.sink.logger.Warn("plugin idle call failed; instance discarded", "err", err)
+			}
+			return
+		}
+		r.release(ctx, inst)
+	})
+	if !started { // the host is closing
+		r.idleCalls.Done()
+		r.idle.done()
+		inst.close(ctx)
+	}
+}
+
 func (r *inProcess) close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closing = true
+	r.mu.Unlock()
+	r.stopIdle()
+	r.idleCalls.Wait()
 	for {
 		select {
 		case inst := <-r.pool:

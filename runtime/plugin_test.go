@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -90,6 +91,7 @@ func TestLoad_RejectsBrokenModulesWithTypedErrors(t *testing.T) {
 			{file: "wrong-abi.wasm", kind: ErrABIMismatch, detail: "version 2"},
 			{file: "bad-import.wasm", kind: ErrABIMismatch, detail: "env.fetch_url"},
 			{file: "wrong-signature.wasm", kind: ErrABIMismatch, detail: "wasmassign_assign has signature (i32) -> (i32), want (i32, i32) -> (i64)"},
+			{file: "idle-wrong-signature.wasm", kind: ErrABIMismatch, detail: "wasmassign_idle has signature (i32) -> (i32), want () -> ()"},
 			{file: "toobig.wasm", limits: func(l Limits) Limits { return l.WithMaxModuleBytes(4096) }, kind: ErrModuleTooLarge, detail: "limit is 4096"},
 			{file: "startloop.wasm", limits: func(l Limits) Limits { return l.WithTimeout(300 * time.Millisecond) }, kind: ErrTimeout, detail: "300ms"},
 		}
@@ -246,24 +248,39 @@ func TestAssign_SameRequestSameBytesOnFreshAndReusedInstances(t *testing.T) {
 
 // TestGuest_MemoryStaysFlat checks that the Go SDK reuses its buffers and lets
 // the collector run: on one instance, memory after call 100 equals memory
-// after call 10,000 of the same request.
+// after call 10,000 of the same request. It does so for this host, which
+// calls the guest's idle export after every call, and for a host that never
+// does, as hosts older than the export do.
 func TestGuest_MemoryStaysFlat(t *testing.T) {
 	forEachIsolation(t, func(t *testing.T, iso Isolation) {
-		h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithPoolSize(1))
-		p := loadArtefact(t, h, testGuest)
-		req := smallRequest()
-		req.Topics[0].PartitionCount = 500
-		var at100 uint64
-		for i := 1; i <= 10000; i++ {
-			if _, err := p.Assign(context.Background(), "test-garbage", req); err != nil {
-				t.Fatal(err)
+		for _, skipIdle := range []bool{false, true} {
+			name := "idle after every call"
+			if skipIdle {
+				name = "never idle"
 			}
-			if i == 100 {
-				at100 = p.MaxMemoryBytes()
-			}
-		}
-		if got := p.MaxMemoryBytes(); got != at100 {
-			t.Fatalf("memory after call 100: %d bytes, after call 10000: %d", at100, got)
+			t.Run(name, func(t *testing.T) {
+				cfg := NewConfig().WithIsolation(iso).WithPoolSize(1)
+				cfg.skipIdle = skipIdle
+				h, _ := newTestHost(t, cfg)
+				p := loadArtefact(t, h, testGuest)
+				if !slices.Contains(p.Info().Exports, exportIdle) {
+					t.Fatalf("the test guest does not export %s; rebuild it (make testdata)", exportIdle)
+				}
+				req := smallRequest()
+				req.Topics[0].PartitionCount = 500
+				var at100 uint64
+				for i := 1; i <= 10000; i++ {
+					if _, err := p.Assign(context.Background(), "test-garbage", req); err != nil {
+						t.Fatal(err)
+					}
+					if i == 100 {
+						at100 = p.MaxMemoryBytes()
+					}
+				}
+				if got := p.MaxMemoryBytes(); got != at100 {
+					t.Fatalf("memory after call 100: %d bytes, after call 10000: %d", at100, got)
+				}
+			})
 		}
 	})
 }

@@ -432,6 +432,9 @@ type procRunner struct {
 	closed  *atomic.Bool
 
 	refilling atomic.Bool
+	// idle tracks the workers whose guest runs its idle call, off the
+	// caller's path, before they go back to the pool.
+	idle idlers
 }
 
 // load starts the plugin's first worker, which compiles the module (filling
@@ -521,6 +524,7 @@ func (r *procRunner) spawnLoaded(ctx context.Context) (*workerProc, wire.Loaded,
 		WasmLen:         uint64(len(r.wasm)),
 		RegionSize:      uint64(size),
 		RegionReserve:   uint64(r.reserve),
+		SkipIdle:        r.ph.cfg.skipIdle,
 	}
 	if err := w.send(wire.TypeLoad, load.Encode()); err != nil {
 		return nil, wire.Loaded{}, r.fail(ctx, w, err)
@@ -608,28 +612,26 @@ func isPipeError(err error) bool { return errors.Is(err, syscall.EPIPE) }
 // deadlineError is the error of a call whose ctx ended, worded as
 // in-process: a deadline names the host's timeout.
 func (r *procRunner) deadlineError(ctx context.Context) *Error {
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return &Error{Plugin: r.name, Kind: ErrTimeout, Detail: "canceled", Err: context.Canceled}
-	}
-	return &Error{Plugin: r.name, Kind: ErrTimeout, Detail: fmt.Sprintf("stopped after %s", r.ph.cfg.limits.timeout)}
+	return deadlineError(r.name, r.ph.cfg.limits.timeout, ctx.Err())
 }
 
 func (r *procRunner) acquire(ctx context.Context) (*workerProc, error) {
 	for {
-		select {
-		case w := <-r.pool:
-			select {
-			case <-w.exited:
-				// It died while idle (the OOM killer, an operator): not
-				// this call's fault, so the call gets another worker.
-				w.close()
-				continue
-			default:
-				return w, nil
-			}
-		default:
+		w, ok, err := takeFromPool(ctx, r.pool, &r.idle)
+		if err != nil {
+			return nil, r.deadlineError(ctx)
+		}
+		if !ok {
 			w, _, err := r.spawnLoaded(ctx)
 			return w, err
+		}
+		select {
+		case <-w.exited:
+			// It died while in the pool (the OOM killer, an operator): not
+			// this call's fault, so the call gets another worker.
+			w.close()
+		default:
+			return w, nil
 		}
 	}
 }
@@ -713,18 +715,137 @@ func (r *procRunner) call(ctx context.Context, req *abi.Request) (*abi.Response,
 	if err != nil {
 		return nil, 0, err
 	}
-	resp, mem, healthy, err := r.assign(ctx, w, req)
-	if healthy {
+	resp, mem, after, err := r.assign(ctx, w, req)
+	switch after {
+	case workerFree:
 		r.release(w)
-	} else {
+	case workerIdling:
+		r.idleThenRelease(w)
+	default:
 		r.refill()
 	}
 	return resp, mem, err
 }
 
-// assign runs one call on w. healthy is false when w was killed or died
+// workerAfter is the state a call leaves its worker in.
+type workerAfter int
+
+const (
+	workerGone   workerAfter = iota // killed or dead, and released
+	workerFree                      // ready for the next call
+	workerIdling                    // running the guest's idle call; IDLE_DONE follows
+)
+
+// idleThenRelease returns w to the pool once its idle call has ended. The
+// worker sends IDLE_DONE microseconds after RESULT when the guest has
+// nothing to do, so the frame is often in the read buffer already: then w
+// goes back at once. Otherwise a goroutine waits for it. An idle call past
+// the timeout, or a worker that breaks the protocol, is killed and replaced,
+// as after a failed call; a guest that trapped in idle has already replaced
+// its instance. Both are logged: no caller is waiting for the idle call.
+func (r *procRunner) idleThenRelease(w *workerProc) {
+	cs := &callState{sink: r.sink}
+	if r.idleDoneBuffered(w, cs) {
+		cs.finish()
+		r.release(w)
+		return
+	}
+	r.ph.mu.Lock()
+	if r.ph.closed {
+		r.ph.mu.Unlock()
+		w.kill()
+		<-w.exited
+		w.close()
+		return
+	}
+	r.ph.bg.Add(1)
+	r.idle.start()
+	r.ph.mu.Unlock()
+	go func() {
+		defer r.ph.bg.Done()
+		defer r.idle.done() // after the release: a woken caller finds w in the pool
+		ok, err := r.awaitIdle(w, cs)
+		if err != nil && !errors.Is(err, ErrClosed) {
+			r.sink.logger.Warn("plugin idle call failed", "err", err, "worker_replaced", !ok)
+		}
+		if ok {
+			r.release(w)
+		} else {
+			r.refill()
+		}
+	}()
+}
+
+// idleDoneBuffered consumes, without blocking, the LOG frames and the clean
+// IDLE_DONE that are complete in w's read buffer, and says whether it got
+// to IDLE_DONE. It stops before anything else, which awaitIdle then reads
+// and judges.
+func (r *procRunner) idleDoneBuffered(w *workerProc, cs *callState) bool {
+	for {
+		t, body, n, ok := wire.PeekFrame(w.rd)
+		if !ok {
+			return false
+		}
+		switch t {
+		case wire.TypeLog:
+			if noteLog(cs, body) != nil {
+				return false
+			}
+			w.rd.Discard(n)
+		case wire.TypeIdleDone:
+			done, err := wire.DecodeIdleDone(body)
+			if err != nil || done.Failure.Kind != wire.KindOK {
+				return false
+			}
+			cs.dropped += int(min(done.Dropped, 1<<30))
+			w.rd.Discard(n)
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// awaitIdle reads w's frames up to IDLE_DONE, under the call timeout and the
+// host's life, noting log lines in cs. ok is false when w was killed or died
 // and has been released.
-func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request) (resp *abi.Response, mem uint64, healthy bool, err error) {
+func (r *procRunner) awaitIdle(w *workerProc, cs *callState) (ok bool, err error) {
+	ctx := r.ph.ctx
+	defer cs.finish()
+	stop := w.watch(ctx, time.Now().Add(r.ph.cfg.limits.timeout))
+	defer stop()
+	for {
+		t, body, err := w.recv()
+		if err == nil && t == wire.TypeLog {
+			if err = noteLog(cs, body); err == nil {
+				continue
+			}
+		}
+		if err == nil && t != wire.TypeIdleDone {
+			err = fmt.Errorf("unexpected frame type %d after a call", t)
+		}
+		var done wire.IdleDone
+		if err == nil {
+			done, err = wire.DecodeIdleDone(body)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				// The host is closing: whatever the read saw, the worker
+				// goes, and that is nobody's failure.
+				err = os.ErrClosed
+			}
+			return false, r.fail(ctx, w, err)
+		}
+		cs.dropped += int(min(done.Dropped, 1<<30))
+		if done.Failure.Kind != wire.KindOK {
+			return true, errorOf(r.name, done.Failure)
+		}
+		return true, nil
+	}
+}
+
+// assign runs one call on w and says what state it left w in.
+func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request) (resp *abi.Response, mem uint64, after workerAfter, err error) {
 	lim := r.ph.cfg.limits
 	maxOut := int64(lim.maxOutputBytes)
 	buf := w.region.Bytes()
@@ -732,13 +853,13 @@ func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request
 	if len(enc) > 0 && (len(buf) == 0 || &enc[0] != &buf[0]) {
 		// The encoding outgrew the region and went to the heap.
 		if err := w.region.Grow(shm.AlignUp(int64(len(enc))) + maxOut); err != nil {
-			return nil, 0, false, r.fail(ctx, w, err)
+			return nil, 0, workerGone, r.fail(ctx, w, err)
 		}
 		copy(w.region.Bytes(), enc)
 	}
 	respOff := shm.AlignUp(int64(len(enc)))
 	if err := w.region.Grow(respOff + maxOut); err != nil {
-		return nil, 0, false, r.fail(ctx, w, err)
+		return nil, 0, workerGone, r.fail(ctx, w, err)
 	}
 	cs := &callState{sink: r.sink}
 	defer cs.finish()
@@ -746,7 +867,7 @@ func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request
 	defer stop()
 	a := wire.Assign{Seed: req.Seed, RequestLen: uint64(len(enc)), ResponseOffset: uint64(respOff), RegionSize: uint64(w.region.Size())}
 	if err := w.send(wire.TypeAssign, a.Encode()); err != nil {
-		return nil, 0, false, r.fail(ctx, w, err)
+		return nil, 0, workerGone, r.fail(ctx, w, err)
 	}
 	var res wire.Result
 	for {
@@ -764,22 +885,26 @@ func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request
 			res, err = wire.DecodeResult(body)
 		}
 		if err != nil {
-			return nil, 0, false, r.fail(ctx, w, err)
+			return nil, 0, workerGone, r.fail(ctx, w, err)
 		}
 		break
 	}
 	cs.dropped += int(min(res.Dropped, 1<<30))
 	mem = min(res.MemoryBytes, 1<<32) // a metric only; capped at wasm32's reach
+	after = workerFree
+	if res.Idle {
+		after = workerIdling
+	}
 	if res.Failure.Kind != wire.KindOK {
-		return nil, mem, true, errorOf(r.name, res.Failure)
+		return nil, mem, after, errorOf(r.name, res.Failure)
 	}
 	end := uint64(respOff) + res.ResponseLen
 	if res.ResponseLen == 0 || res.ResponseLen > uint64(maxOut) || end > uint64(w.region.Size()) {
-		return nil, 0, false, r.fail(ctx, w, fmt.Errorf("response of %d bytes at %d, region %d, cap %d", res.ResponseLen, respOff, w.region.Size(), maxOut))
+		return nil, 0, workerGone, r.fail(ctx, w, fmt.Errorf("response of %d bytes at %d, region %d, cap %d", res.ResponseLen, respOff, w.region.Size(), maxOut))
 	}
 	resp, err = decodeOutput(r.name, w.region.Bytes()[respOff:end])
 	if end > punchHoleAbove {
 		w.region.PunchHole(0, shm.AlignUp(int64(end)))
 	}
-	return resp, mem, true, err
+	return resp, mem, after, err
 }

@@ -2,8 +2,11 @@ package wasmruntime
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -126,4 +129,32 @@ func TestRegistry_ForProtocolPrefersTheAssignorNamedLikeIt(t *testing.T) {
 			t.Fatal("ForProtocol found an assignor for a protocol nobody serves")
 		}
 	})
+}
+
+// TestRegistry_EqualFilesLoadConcurrently loads one module from several
+// files at once, repeatedly, with a compilation cache: the compiles of equal
+// bytes must not overlap (see engine.compiling), or wazero can hand out a
+// module it has not finished preparing and instantiating it panics.
+func TestRegistry_EqualFilesLoadConcurrently(t *testing.T) {
+	files := map[string]string{}
+	for i := range 4 {
+		files[fmt.Sprintf("copy%d.wasm", i)] = testGuest
+	}
+	dir := writeDir(t, files)
+	cache := t.TempDir()
+	for round := range 5 {
+		h, _ := newTestHost(t, NewConfig().WithIsolation(IsolationInProcess).WithCompilationCacheDir(cache))
+		plugins, err := loadAll(context.Background(), slices.Sorted(maps.Keys(files)), func(name string) (*Plugin, error) {
+			return h.LoadFile(context.Background(), filepath.Join(dir, name))
+		})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for _, p := range plugins {
+			if _, err := p.Assign(context.Background(), "test-spread", smallRequest()); err != nil {
+				t.Fatalf("round %d, %s: %v", round, p.Name(), err)
+			}
+		}
+		h.Close(context.Background())
+	}
 }

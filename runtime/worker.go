@@ -68,6 +68,8 @@ type worker struct {
 	mod  *engineModule
 	inst *instance
 	sink *logSink
+	// skipIdle: the parent asked for no idle calls (Load.SkipIdle).
+	skipIdle bool
 }
 
 func runWorker(version string) int {
@@ -190,6 +192,15 @@ func (w *worker) load(ctx context.Context, m wire.Load) error {
 		inst.close(ctx)
 		return fail(err)
 	}
+	w.skipIdle = m.SkipIdle
+	// The first idle call runs while loading, as in-process: off every
+	// caller's path, and before the guest's first assignment.
+	if inst.idleFn != nil && !w.skipIdle {
+		if _, err := mod.idle(ctx, inst); err != nil {
+			inst.close(ctx)
+			return fail(err)
+		}
+	}
 	w.inst = inst
 	if len(desc) > wire.MaxFrame/2 {
 		return fail(&Error{Plugin: m.Name, Kind: ErrABIMismatch,
@@ -209,6 +220,8 @@ func (w *worker) load(ctx context.Context, m wire.Load) error {
 // assign runs one call. The request is read from the region and the
 // response written back to it; what the guest does wrong is reported in
 // RESULT, and an instance that trapped is replaced before the next call.
+// When the guest exports idle and the instance is kept, the idle call
+// follows RESULT and IDLE_DONE reports its end.
 func (w *worker) assign(ctx context.Context, m wire.Assign) error {
 	if w.mod == nil {
 		return errors.New("ASSIGN before LOAD")
@@ -252,7 +265,22 @@ func (w *worker) assign(ctx context.Context, m wire.Assign) error {
 	}
 	res.MemoryBytes = mem
 	res.Dropped = uint64(cs.dropped)
-	return w.send(wire.TypeResult, res.Encode())
+	res.Idle = w.inst != nil && w.inst.idleFn != nil && !w.skipIdle
+	if err := w.send(wire.TypeResult, res.Encode()); err != nil || !res.Idle {
+		return err
+	}
+	// The parent has the response; the guest's housekeeping runs now, while
+	// the parent's caller goes on, and the parent hands this worker no
+	// other call until IDLE_DONE. The parent's timer bounds it.
+	var done wire.IdleDone
+	dropped, err := w.mod.idle(ctx, w.inst)
+	if err != nil {
+		done.Failure = failureOf(err)
+		w.inst.close(ctx)
+		w.inst = nil
+	}
+	done.Dropped = uint64(dropped)
+	return w.send(wire.TypeIdleDone, done.Encode())
 }
 
 // kindOf returns the error kind of a wire code; unknown codes are traps.

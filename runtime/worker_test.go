@@ -481,3 +481,61 @@ func TestWorker_IdleWorkerThatDiedIsReplacedWithoutFailingTheCall(t *testing.T) 
 		t.Fatalf("idle workers %v, want one fresh worker", got)
 	}
 }
+
+// TestWorker_HostileIdlePhaseIsKilledAndNoCallerFails checks that the parent
+// distrusts what a worker sends after a RESULT that announces an idle call:
+// anything but IDLE_DONE within the timeout gets the worker killed and
+// logged, and the caller, who has its answer already, sees nothing of it.
+func TestWorker_HostileIdlePhaseIsKilledAndNoCallerFails(t *testing.T) {
+	frame := func(typ wire.Type, body []byte) []byte {
+		var b bytes.Buffer
+		wire.WriteFrame(&b, typ, body)
+		return b.Bytes()
+	}
+	// The guest's error response stands in for an answer: a fake worker
+	// cannot write one into the region.
+	result := wire.Result{Failure: wire.Failure{Kind: wire.KindAssignorFailed, Detail: "fake says no"}, Idle: true}
+	idleDone := func(d wire.IdleDone) []byte { return frame(wire.TypeIdleDone, d.Encode()) }
+	tests := []struct {
+		name   string
+		after  []byte
+		killed bool
+		log    string
+	}{
+		{"idle done", idleDone(wire.IdleDone{}), false, ""},
+		{"trap in idle", idleDone(wire.IdleDone{Failure: wire.Failure{Kind: wire.KindTrap, Detail: "idle trapped"}}), false, "idle trapped"},
+		{"no idle done", nil, true, "stopped after 300ms"},
+		{"unexpected frame", frame(wire.TypeHello, nil), true, "unexpected frame type 1 after a call"},
+		{"malformed idle done", frame(wire.TypeIdleDone, []byte{99, 0, 0, 0, 0}), true, "unknown error kind"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			then := append(frame(wire.TypeResult, result.Encode()), tt.after...)
+			h, logs := newTestHost(t, processConfig().WithPoolSize(1).WithWorkerCommand(fakeWorker(t, then)).
+				WithLimits(DefaultLimits().WithTimeout(300*time.Millisecond)))
+			p := loadArtefact(t, h, cGuest)
+			pid := idlePids(t, p)[0]
+			start := time.Now()
+			_, err := p.Assign(context.Background(), "fake", smallRequest())
+			if !errors.Is(err, ErrAssignorFailed) || !strings.Contains(err.Error(), "fake says no") {
+				t.Fatalf("err = %v, want the worker's answer", err)
+			}
+			if d := time.Since(start); d > 200*time.Millisecond {
+				t.Errorf("the call took %s: it waited for the idle phase", d)
+			}
+			if tt.killed {
+				if !waitFor(func() bool { return reaped(pid) }) {
+					t.Fatalf("worker %d was not killed", pid)
+				}
+			} else if !waitFor(func() bool { got := idlePids(t, p); return len(got) == 1 && got[0] == pid }) {
+				t.Fatalf("worker %d did not go back to the pool after IDLE_DONE", pid)
+			}
+			if tt.log != "" && !waitFor(func() bool {
+				out := logs.String()
+				return strings.Contains(out, "plugin idle call failed") && strings.Contains(out, tt.log)
+			}) {
+				t.Fatalf("the log does not report %q:\n%s", tt.log, logs.String())
+			}
+		})
+	}
+}

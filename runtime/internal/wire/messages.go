@@ -49,6 +49,10 @@ type Load struct {
 	// grow, which the worker maps once.
 	RegionSize    uint64
 	RegionReserve uint64
+	// SkipIdle tells the worker never to call the guest's idle export, as a
+	// host that predates it would not; tests use it to check that guests
+	// still work for such hosts.
+	SkipIdle bool
 }
 
 // Encode returns the message body.
@@ -63,6 +67,7 @@ func (m *Load) Encode() []byte {
 	e.Uint(m.WasmLen)
 	e.Uint(m.RegionSize)
 	e.Uint(m.RegionReserve)
+	e.Bool(m.SkipIdle)
 	return e.B
 }
 
@@ -70,7 +75,8 @@ func (m *Load) Encode() []byte {
 func DecodeLoad(b []byte) (Load, error) {
 	d := NewDecoder(b)
 	m := Load{Name: d.String(), MemoryLimitMB: d.Uint(), MaxOutputBytes: d.Uint(), LogBytesPerCall: d.Uint(),
-		MinLogLevel: d.Int(), CacheDir: d.String(), WasmLen: d.Uint(), RegionSize: d.Uint(), RegionReserve: d.Uint()}
+		MinLogLevel: d.Int(), CacheDir: d.String(), WasmLen: d.Uint(), RegionSize: d.Uint(), RegionReserve: d.Uint(),
+		SkipIdle: d.Bool()}
 	return m, d.Finish()
 }
 
@@ -212,6 +218,9 @@ type Result struct {
 	ResponseLen uint64
 	MemoryBytes uint64 // the guest's linear memory after the call
 	Dropped     uint64 // log lines the worker dropped under the per-call budget
+	// Idle says that the worker is now calling the guest's idle export and
+	// will send IDLE_DONE when it ends; until then it takes no ASSIGN.
+	Idle bool
 }
 
 // Encode returns the message body.
@@ -221,12 +230,36 @@ func (m *Result) Encode() []byte {
 	e.Uint(m.ResponseLen)
 	e.Uint(m.MemoryBytes)
 	e.Uint(m.Dropped)
+	e.Bool(m.Idle)
 	return e.B
 }
 
 // DecodeResult parses a RESULT body.
 func DecodeResult(b []byte) (Result, error) {
 	d := NewDecoder(b)
-	m := Result{Failure: decodeFailure(d), ResponseLen: d.Uint(), MemoryBytes: d.Uint(), Dropped: d.Uint()}
+	m := Result{Failure: decodeFailure(d), ResponseLen: d.Uint(), MemoryBytes: d.Uint(), Dropped: d.Uint(), Idle: d.Bool()}
+	return m, d.Finish()
+}
+
+// IdleDone ends the idle call that a RESULT announced. A failure means the
+// idle call trapped and the worker discarded the instance; the next ASSIGN
+// starts a new one.
+type IdleDone struct {
+	Failure Failure
+	Dropped uint64 // log lines the worker dropped under the per-call budget
+}
+
+// Encode returns the message body.
+func (m *IdleDone) Encode() []byte {
+	var e Encoder
+	m.Failure.encode(&e)
+	e.Uint(m.Dropped)
+	return e.B
+}
+
+// DecodeIdleDone parses an IDLE_DONE body.
+func DecodeIdleDone(b []byte) (IdleDone, error) {
+	d := NewDecoder(b)
+	m := IdleDone{Failure: decodeFailure(d), Dropped: d.Uint()}
 	return m, d.Finish()
 }

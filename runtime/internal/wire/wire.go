@@ -12,6 +12,7 @@
 package wire
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -38,6 +39,9 @@ const (
 	TypeLog      Type = 7 // W->P: one line of guest output
 	TypeResult   Type = 8 // W->P: the outcome of an assignment
 	TypeShutdown Type = 9 // P->W: exit now
+	// TypeIdleDone follows a RESULT whose Idle is set: the worker ran the
+	// guest's idle export and may take the next ASSIGN.
+	TypeIdleDone Type = 10 // W->P: the idle call after a RESULT ended
 )
 
 // ErrTooLarge is returned for a frame whose declared body exceeds MaxFrame.
@@ -86,6 +90,29 @@ func ReadFrame(r io.Reader, buf []byte) (Type, []byte, error) {
 	return Type(hdr[4]), buf, nil
 }
 
+// PeekFrame returns the frame at the front of br when all of it is buffered
+// already, without reading from br's source and without consuming it:
+// Discard(n) does that. ok is false when the frame is not complete in the
+// buffer, or could never fit in it; ReadFrame then reads it as usual.
+func PeekFrame(br *bufio.Reader) (t Type, body []byte, n int, ok bool) {
+	if br.Buffered() < 5 {
+		return 0, nil, 0, false
+	}
+	hdr, err := br.Peek(5)
+	if err != nil {
+		return 0, nil, 0, false
+	}
+	size := binary.LittleEndian.Uint32(hdr)
+	if size > MaxFrame || int64(size) > int64(br.Buffered()-5) {
+		return 0, nil, 0, false
+	}
+	frame, err := br.Peek(5 + int(size))
+	if err != nil {
+		return 0, nil, 0, false
+	}
+	return Type(frame[4]), frame[5:], len(frame), true
+}
+
 // Encoder appends the fields of a message body.
 type Encoder struct{ B []byte }
 
@@ -94,6 +121,15 @@ func (e *Encoder) Uint(v uint64) { e.B = binary.AppendUvarint(e.B, v) }
 
 // Int appends a signed (zig-zag) varint.
 func (e *Encoder) Int(v int64) { e.B = binary.AppendVarint(e.B, v) }
+
+// Bool appends a flag as a varint 0 or 1.
+func (e *Encoder) Bool(v bool) {
+	if v {
+		e.Uint(1)
+	} else {
+		e.Uint(0)
+	}
+}
 
 // Bytes appends a length-prefixed byte string.
 func (e *Encoder) Bytes(b []byte) {
@@ -158,6 +194,17 @@ func (d *Decoder) Int() int64 {
 	}
 	d.b = d.b[n:]
 	return v
+}
+
+// Bool reads a flag; any value but 0 or 1 is malformed, so that one state
+// has one encoding.
+func (d *Decoder) Bool() bool {
+	v := d.Uint()
+	if v > 1 {
+		d.fail(fmt.Sprintf("flag %d is neither 0 nor 1", v))
+		return false
+	}
+	return v == 1
 }
 
 // Int32 reads a signed varint that must fit in 32 bits.

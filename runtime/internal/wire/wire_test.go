@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -18,9 +19,9 @@ func TestMessages_RoundTrip(t *testing.T) {
 	}{
 		{"hello", Hello{Magic, Version, 4242}, func() []byte { m := Hello{Magic, Version, 4242}; return m.Encode() },
 			func(b []byte) (any, error) { return DecodeHello(b) }},
-		{"load", Load{"builtin:range", 512, 64 << 20, 65536, -4, "/tmp/c", 123456, 1 << 20, 1 << 30},
+		{"load", Load{"builtin:range", 512, 64 << 20, 65536, -4, "/tmp/c", 123456, 1 << 20, 1 << 30, true},
 			func() []byte {
-				m := Load{"builtin:range", 512, 64 << 20, 65536, -4, "/tmp/c", 123456, 1 << 20, 1 << 30}
+				m := Load{"builtin:range", 512, 64 << 20, 65536, -4, "/tmp/c", 123456, 1 << 20, 1 << 30, true}
 				return m.Encode()
 			},
 			func(b []byte) (any, error) { return DecodeLoad(b) }},
@@ -38,12 +39,18 @@ func TestMessages_RoundTrip(t *testing.T) {
 			func(b []byte) (any, error) { return DecodeAssign(b) }},
 		{"log", Log{-4, "héllo"}, func() []byte { m := Log{-4, "héllo"}; return m.Encode() },
 			func(b []byte) (any, error) { return DecodeLog(b) }},
-		{"result", Result{Failure{KindTrap, "", "boom", "wasm error"}, 77, 1 << 20, 3},
+		{"result", Result{Failure{KindTrap, "", "boom", "wasm error"}, 77, 1 << 20, 3, true},
 			func() []byte {
-				m := Result{Failure{KindTrap, "", "boom", "wasm error"}, 77, 1 << 20, 3}
+				m := Result{Failure{KindTrap, "", "boom", "wasm error"}, 77, 1 << 20, 3, true}
 				return m.Encode()
 			},
 			func(b []byte) (any, error) { return DecodeResult(b) }},
+		{"idle done", IdleDone{Failure{KindTimeout, "", "in idle", ""}, 9},
+			func() []byte { m := IdleDone{Failure{KindTimeout, "", "in idle", ""}, 9}; return m.Encode() },
+			func(b []byte) (any, error) { return DecodeIdleDone(b) }},
+		{"idle done ok", IdleDone{},
+			func() []byte { m := IdleDone{}; return m.Encode() },
+			func(b []byte) (any, error) { return DecodeIdleDone(b) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,6 +117,70 @@ func TestDecode_RejectsUnknownKind(t *testing.T) {
 	if _, err := DecodeFailure(f.Encode()); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("err = %v, want ErrMalformed", err)
 	}
+	d := IdleDone{Failure: f}
+	if _, err := DecodeIdleDone(d.Encode()); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("IDLE_DONE: err = %v, want ErrMalformed", err)
+	}
+}
+
+// TestDecode_FlagsAreZeroOrOne checks that a flag has one encoding per
+// state: a worker cannot smuggle a value past the parent in a flag's bits.
+func TestDecode_FlagsAreZeroOrOne(t *testing.T) {
+	for _, v := range []uint64{0, 1, 2, 127, 1 << 40} {
+		var e Encoder
+		e.Uint(v)
+		d := NewDecoder(e.B)
+		got := d.Bool()
+		err := d.Finish()
+		switch {
+		case v <= 1 && (err != nil || got != (v == 1)):
+			t.Errorf("flag %d: got %v, err %v", v, got, err)
+		case v > 1 && !errors.Is(err, ErrMalformed):
+			t.Errorf("flag %d: err = %v, want ErrMalformed", v, err)
+		}
+	}
+	r := Result{Idle: true}
+	body := r.Encode()
+	body[len(body)-1] = 2
+	if _, err := DecodeResult(body); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("RESULT with idle flag 2: err = %v, want ErrMalformed", err)
+	}
+}
+
+func TestPeekFrame_OnlyCompleteBufferedFramesWithoutConsuming(t *testing.T) {
+	var stream bytes.Buffer
+	WriteFrame(&stream, TypeLog, []byte("first"))
+	WriteFrame(&stream, TypeIdleDone, []byte{0, 0, 0, 0, 0})
+	all := stream.Bytes()
+	for cut := 0; cut <= len(all); cut++ {
+		br := bufio.NewReader(bytes.NewReader(all[:cut]))
+		br.Peek(cut) // buffer everything the source has
+		typ, body, n, ok := PeekFrame(br)
+		if want := cut >= 10; ok != want {
+			t.Fatalf("%d bytes buffered: ok = %v, want %v", cut, ok, want)
+		}
+		if !ok {
+			if br.Buffered() != cut {
+				t.Fatalf("%d bytes buffered: a failed peek consumed bytes", cut)
+			}
+			continue
+		}
+		if typ != TypeLog || string(body) != "first" || n != 10 {
+			t.Fatalf("peeked type %d, body %q, size %d", typ, body, n)
+		}
+		// Peeking consumes nothing: ReadFrame still reads the same frame.
+		if rt, rb, err := ReadFrame(br, nil); err != nil || rt != typ || string(rb) != "first" {
+			t.Fatalf("after a peek, ReadFrame gave %d %q %v", rt, rb, err)
+		}
+	}
+	// A frame whose header claims more than the buffer could ever hold is
+	// left to ReadFrame, which rejects it.
+	huge := []byte{0xff, 0xff, 0xff, 0x7f, byte(TypeLog)}
+	br := bufio.NewReader(bytes.NewReader(huge))
+	br.Peek(len(huge))
+	if _, _, _, ok := PeekFrame(br); ok {
+		t.Fatal("peeked a frame over the cap")
+	}
 }
 
 // FuzzReadFrame feeds arbitrary streams to the frame reader and every body
@@ -117,8 +188,12 @@ func TestDecode_RejectsUnknownKind(t *testing.T) {
 // reads must match its header.
 func FuzzReadFrame(f *testing.F) {
 	var seed bytes.Buffer
-	r := Result{Failure{KindTrap, "", "x", "y"}, 1, 2, 3}
+	r := Result{Failure{KindTrap, "", "x", "y"}, 1, 2, 3, true}
 	WriteFrame(&seed, TypeResult, r.Encode())
+	f.Add(seed.Bytes())
+	seed.Reset()
+	idle := IdleDone{Failure{KindTimeout, "", "z", ""}, 4}
+	WriteFrame(&seed, TypeIdleDone, idle.Encode())
 	f.Add(seed.Bytes())
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1})
 	f.Add([]byte{3, 0, 0, 0, 7, 1})
@@ -140,5 +215,12 @@ func FuzzReadFrame(f *testing.F) {
 		DecodeAssign(body)
 		DecodeLog(body)
 		DecodeResult(body)
+		DecodeIdleDone(body)
+		// PeekFrame agrees with ReadFrame on every complete frame.
+		br := bufio.NewReaderSize(bytes.NewReader(data), len(data)+16)
+		br.Peek(len(data))
+		if pt, pb, n, ok := PeekFrame(br); ok && (pt != typ || !bytes.Equal(pb, body) || n != len(body)+5) {
+			t.Fatalf("PeekFrame gave type %d, %d bytes; ReadFrame type %d, %d bytes", pt, len(pb), typ, len(body))
+		}
 	})
 }

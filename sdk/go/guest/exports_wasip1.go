@@ -53,8 +53,21 @@ func exportAssign(ptr uint32, size int32) uint64 {
 		return pack(mod.fail("wasmassign_assign: the request buffer was not returned by wasmassign_alloc with at least that size"))
 	}
 	out := mod.assign(in[:size])
-	mod.gc.afterCall()
+	if mod.gc.afterCall(heapAllocs(&mod.gc)) {
+		collect(&mod.gc)
+	}
 	return pack(out)
+}
+
+// exportIdle is the ABI's optional wasmassign_idle: the host calls it
+// between calls, off its caller's path, and the collection a call made due
+// runs here instead of inside wasmassign_assign.
+//
+//go:wasmexport wasmassign_idle
+func exportIdle() {
+	if mod.gc.idle(func() uint64 { return heapAllocs(&mod.gc) }) {
+		collect(&mod.gc)
+	}
 }
 
 func pack(b []byte) uint64 {
@@ -99,18 +112,16 @@ func pack(b []byte) uint64 {
 // at the first forced collection, which would keep instantiation faster, was
 // tried: memory then still grew after call 100 for some request sizes.
 //
-// A forced collection costs half a millisecond to two milliseconds under
-// wazero, so collectEvery trades per-call cost against how soon the cycle is
-// reached; at 32, repeated requests stopped growing memory within 60 calls in
-// every case measured.
-//
 // The collector also runs during a call if the heap reaches softMemoryLimit,
 // so that one huge request cannot exhaust memory before its call ends.
-const (
-	collectEvery      = 32
-	collectAfterBytes = 1 << 20
-	softMemoryLimit   = 256 << 20
-)
+//
+// Where the host calls wasmassign_idle, the collection that a call makes due
+// runs in the idle call after it instead of at the end of the call: the
+// same point in the sequence of calls, so the same heap, but after the host
+// has the response and off its caller's path. Hosts that never call idle
+// get the collection inline as before. The pacing itself (collectEvery,
+// collectAfterBytes) is in collect.go.
+const softMemoryLimit = 256 << 20
 
 func init() {
 	debug.SetGCPercent(-1)
@@ -149,21 +160,19 @@ func warmUp() {
 	runtime.GC()
 }
 
-// afterCall counts a finished call and forces a collection when the policy
-// above asks for one. The call's garbage is dead by then, so the collection
-// marks only what the module keeps between calls.
-func (c *collector) afterCall() {
-	c.calls++
+// heapAllocs returns the cumulative bytes allocated on the heap.
+func heapAllocs(c *collector) uint64 {
 	metrics.Read(c.allocs[:])
-	allocs := c.allocs[0].Value.Uint64()
-	if c.calls < collectEvery && allocs-c.allocsAtLast < collectAfterBytes {
-		return
-	}
+	return c.allocs[0].Value.Uint64()
+}
+
+// collect forces the collection the policy asked for. The call's garbage is
+// dead by then, so it marks only what the module keeps between calls. The
+// first one runs twice (see above).
+func collect(c *collector) {
 	runtime.GC()
 	if !c.collected {
 		runtime.GC()
-		c.collected = true
 	}
-	metrics.Read(c.allocs[:])
-	c.calls, c.allocsAtLast = 0, c.allocs[0].Value.Uint64()
+	c.didCollect(heapAllocs(c))
 }

@@ -22,7 +22,6 @@ package guest
 
 import (
 	"fmt"
-	"runtime/metrics"
 
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
@@ -62,17 +61,8 @@ type module struct {
 	// serving the same request size again does not grow its heap.
 	spare []byte
 
-	// gc paces the collections forced between calls (exports_wasip1.go).
+	// gc paces the collections forced between calls (collect.go).
 	gc collector
-}
-
-// collector remembers what the forced collections are paced by: calls, and
-// bytes allocated, since the last one.
-type collector struct {
-	calls        int
-	allocs       [1]metrics.Sample // cumulative bytes allocated on the heap
-	allocsAtLast uint64
-	collected    bool // whether a collection has been forced yet
 }
 
 var mod = module{live: make(map[uintptr][]byte)}
