@@ -12,7 +12,7 @@ APT_PKGS := wabt clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
 BENCHTIME ?= 1x
 KAFKA_VERSION ?= 4.4.0
 
-.PHONY: all build plugins testdata tools kafka-cache test vet bench run clean FORCE
+.PHONY: all build plugins testdata tools e2e-tools kafka-cache test vet bench run clean FORCE
 
 all: build
 
@@ -46,6 +46,16 @@ testdata: tools
 	$(GOWASM) -o testdata/guests/go/testguest.wasm ./testdata/guests/go
 	$(MAKE) -s -C testdata/hostile
 	$(MAKE) -s -C testdata/guests/c
+	$(MAKE) -s -f pluginreload/testdata/Makefile
+
+E2E_APT_PKGS := kcat nodejs npm
+
+## e2e-tools: kcat and node for the end-to-end tests; kafkajs 2.2.4 from e2e/js/package-lock.json.
+e2e-tools:
+	@if ! command -v kcat >/dev/null || ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  echo "installing $(E2E_APT_PKGS)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(E2E_APT_PKGS) >/dev/null; fi
+	@[ -e e2e/js/node_modules/kafkajs/package.json ] || (cd e2e/js && npm ci --no-audit --no-fund)
 
 ## kafka-cache: Apache Kafka's broker and Java client jars from Maven Central,
 ## for the tests against a real broker (kept in .cache/kafka; fetched once).
@@ -58,8 +68,8 @@ vet:
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./plugins/... ./testdata/guests/go
 
 ## test: everything CI checks.
-test: build testdata sdk-kits sdk-test-artefacts rust vet kafka-cache
-	REALKAFKA_REQUIRED=1 $(GO) test -count=1 ./...
+test: build testdata sdk-kits sdk-test-artefacts rust vet kafka-cache e2e-tools
+	REALKAFKA_REQUIRED=1 WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 ./...
 	cd sdk/go && $(GO) test -count=1 ./...
 
 ## bench: every Go benchmark once (BENCHTIME=5x for steadier numbers).

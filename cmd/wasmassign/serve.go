@@ -32,6 +32,7 @@ import (
 	"github.com/wasmassign/wasmassign/embedded"
 	"github.com/wasmassign/wasmassign/gateway"
 	"github.com/wasmassign/wasmassign/metrics"
+	"github.com/wasmassign/wasmassign/pluginreload"
 	"github.com/wasmassign/wasmassign/proxy"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
@@ -92,6 +93,10 @@ type daemon struct {
 	done     chan struct{}
 	// refresh asks the metadata watcher for an update now.
 	refresh chan struct{}
+	// reloader keeps [plugins] dir in service; nil without a directory.
+	reloader *pluginreload.Manager
+	// reloadDone is closed when the reloader stopped watching.
+	reloadDone chan struct{}
 }
 
 // startDaemon starts every part; on failure it stops what it started.
@@ -117,8 +122,21 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 	if d.host, err = wasmruntime.NewHost(ctx, wasmruntime.NewConfig().WithLimits(lim).WithLogger(log).WithCompilationCacheDir(cacheDir)); err != nil {
 		return d, fmt.Errorf("plugin host: %w", err)
 	}
-	if d.registry, err = registry(ctx, d.host, cfg.Plugins.Dir, nil); err != nil {
+	if d.registry, err = registry(ctx, d.host, "", nil); err != nil {
 		return d, err
+	}
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(promReg, 0)
+	if cfg.Plugins.Dir != "" {
+		d.reloader = pluginreload.New(pluginreload.Options{
+			Dir: cfg.Plugins.Dir, Host: d.host, Registry: d.registry,
+			InUse: d.assignorInUse, Reloaded: d.rebalanceOnReload,
+			Metrics: m, Logger: log,
+		})
+		if err := d.reloader.LoadAll(ctx); err != nil {
+			return d, err
+		}
 	}
 	if err := cfg.CheckAssignors(func(name string) bool { _, ok := d.registry.Lookup(name); return ok }); err != nil {
 		return d, usageError{err}
@@ -131,10 +149,6 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 	if d.client, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, clientOpts...)...); err != nil {
 		return d, fmt.Errorf("upstream client: %w", err)
 	}
-
-	promReg := prometheus.NewRegistry()
-	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := metrics.New(promReg, 0)
 
 	plugins := pluginSet{d.registry}
 	up := gateway.NewKgoUpstream(d.client, 0)
@@ -211,6 +225,13 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 		defer close(d.done)
 		d.watchMetadata(runCtx)
 	}()
+	if d.reloader != nil {
+		d.reloadDone = make(chan struct{})
+		go func() {
+			defer close(d.reloadDone)
+			d.reloader.Run(runCtx)
+		}()
+	}
 	if d.adminLn != nil {
 		src := &adminSource{d: d}
 		h := admin.NewHandler(src, admin.Options{Metrics: promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}), Logger: log})
@@ -242,6 +263,9 @@ func (d *daemon) close(ctx context.Context) error {
 	if d.cancel != nil {
 		d.cancel()
 		<-d.done
+		if d.reloadDone != nil {
+			<-d.reloadDone
+		}
 	}
 	// The coordinator goes first: a JoinGroup parked in it would otherwise
 	// keep the proxy waiting for its answer. Its clients get their
@@ -262,6 +286,47 @@ func (d *daemon) close(ctx context.Context) error {
 		d.cluster.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// assignorInUse reports whether a configured group names the assignor, as
+// its assignor or fallback, or a group's latest assignment came from it:
+// hot reload never takes such an assignor away.
+func (d *daemon) assignorInUse(name string) bool {
+	for _, g := range d.cfg.Groups {
+		if g.Assignor == name || g.Fallback == name {
+			return true
+		}
+	}
+	if d.driver == nil {
+		return false // start-up: no group has been assigned yet
+	}
+	// A match that is never true visits every group's latest assignor and
+	// rebalances none.
+	used := false
+	d.driver.RebalanceGroups(func(_, assignor string) bool {
+		used = used || assignor == name
+		return false
+	}, "")
+	return used
+}
+
+// rebalanceOnReload rebalances the groups configured with
+// rebalance_on_reload whose latest assignment came from a reloaded assignor.
+func (d *daemon) rebalanceOnReload(assignors []string) {
+	if d.driver == nil {
+		return
+	}
+	reloaded := make(map[string]bool, len(assignors))
+	for _, a := range assignors {
+		reloaded[a] = true
+	}
+	groups := d.driver.RebalanceGroups(func(group, assignor string) bool {
+		g, ok := d.cfg.GroupFor(group)
+		return ok && g.RebalanceOnReload && reloaded[assignor]
+	}, "assignor plugin reloaded")
+	if len(groups) > 0 {
+		d.log.Info("rebalancing groups after a plugin reload", "groups", groups, "assignors", assignors)
+	}
 }
 
 // watchMetadata keeps the coordinator's view of the subscribed topics

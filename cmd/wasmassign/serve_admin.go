@@ -2,20 +2,33 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/wasmassign/wasmassign/admin"
 	"github.com/wasmassign/wasmassign/coordinator"
 	"github.com/wasmassign/wasmassign/picture"
+	"github.com/wasmassign/wasmassign/pluginreload"
+	"github.com/wasmassign/wasmassign/plugins/builtin"
+	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
 // adminSource answers the admin API from the running daemon.
-type adminSource struct{ d *daemon }
+type adminSource struct {
+	d *daemon
+
+	mu      sync.Mutex
+	digests map[string]string // of built-in plugins, by plugin name
+}
 
 // Ready is true once the upstream answers and plugins are loaded.
 func (s *adminSource) Ready(ctx context.Context) error {
@@ -28,28 +41,89 @@ func (s *adminSource) Ready(ctx context.Context) error {
 	return nil
 }
 
-// Plugins lists each loaded module once, with the assignors it serves now.
+// Plugins lists each loaded module once, with the assignors it serves now,
+// its digest, and the reload status of its file; then the plugin files
+// whose every version failed to load.
 func (s *adminSource) Plugins() []admin.Plugin {
-	byName := map[string]*admin.Plugin{}
-	var order []string
+	var listed []pluginreload.File
+	if s.d.reloader != nil {
+		listed = s.d.reloader.Files()
+	}
+	files := map[string]pluginreload.File{}
+	for _, f := range listed {
+		files[f.Path] = f
+	}
+	byPlugin := map[*wasmruntime.Plugin]*admin.Plugin{}
+	var order []*wasmruntime.Plugin
 	for _, a := range s.d.registry.Assignors() {
-		name := a.Plugin.Name()
-		p, ok := byName[name]
+		p, ok := byPlugin[a.Plugin]
 		if !ok {
-			info := a.Plugin.Info()
-			p = &admin.Plugin{Name: strings.TrimPrefix(name, "builtin:"), File: name,
-				ABIVersion: uint32(info.ABIVersion), Status: "ok", Builtin: a.Builtin}
-			byName[name] = p
-			order = append(order, name)
+			p = s.describe(a, files)
+			byPlugin[a.Plugin] = p
+			order = append(order, a.Plugin)
 		}
 		p.Assignors = append(p.Assignors, a.Info.Name)
 	}
 	out := make([]admin.Plugin, 0, len(order))
-	for _, name := range order {
-		slices.Sort(byName[name].Assignors)
-		out = append(out, *byName[name])
+	for _, p := range order {
+		slices.Sort(byPlugin[p].Assignors)
+		out = append(out, *byPlugin[p])
+	}
+	for _, f := range listed {
+		if f.Serving == nil {
+			out = append(out, admin.Plugin{Name: pluginName(f.Path), File: f.Path, SHA256: f.SHA256,
+				Assignors: []string{}, Status: f.Status, LastError: f.LastError})
+		}
 	}
 	return out
+}
+
+// describe is the admin view of a's plugin, without its assignors.
+func (s *adminSource) describe(a *wasmruntime.Assignor, files map[string]pluginreload.File) *admin.Plugin {
+	name := a.Plugin.Name()
+	p := &admin.Plugin{Name: pluginName(name), File: name, ABIVersion: uint32(a.Plugin.Info().ABIVersion), Status: "ok", Builtin: a.Builtin}
+	if a.Builtin {
+		p.SHA256 = s.builtinDigest(name)
+		return p
+	}
+	if s.d.reloader != nil {
+		p.SHA256, _ = s.d.reloader.Digest(a.Plugin)
+	}
+	if f, ok := files[name]; ok {
+		if f.Serving == a.Plugin {
+			p.Status, p.LastError = f.Status, f.LastError
+		} else {
+			// An older version, kept for assignors a group uses that the
+			// file's current content no longer provides.
+			p.Status, p.LastError = pluginreload.StatusRemoved, "an older version of the file, kept because groups use its assignors"
+		}
+	}
+	return p
+}
+
+// builtinDigest returns the SHA-256 of an embedded plugin, named
+// builtin:NAME, computing it once.
+func (s *adminSource) builtinDigest(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.digests[name]; ok {
+		return d
+	}
+	b, err := fs.ReadFile(builtin.FS(), strings.TrimPrefix(name, "builtin:")+".wasm")
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	if s.digests == nil {
+		s.digests = map[string]string{}
+	}
+	s.digests[name] = hex.EncodeToString(sum[:])
+	return s.digests[name]
+}
+
+// pluginName is a plugin's short name: its file name without .wasm.
+func pluginName(file string) string {
+	return strings.TrimSuffix(filepath.Base(strings.TrimPrefix(file, "builtin:")), ".wasm")
 }
 
 // Groups lists every group the coordinator holds.

@@ -40,7 +40,7 @@ func startServe(t *testing.T, configText string) *daemonUnderTest {
 	var buf strings.Builder
 	stderr := &lockedWriter{w: &buf}
 	go func() {
-		done <- run(ctx, []string{"serve", "--config", cfgFile, "--cache-dir", os.Getenv("WASMASSIGN_TEST_CACHE")}, pw, stderr)
+		done <- run(ctx, []string{"serve", "--config", cfgFile}, pw, stderr) // the cache dir defaults to $WASMASSIGN_CACHE_DIR, set by TestMain
 		pw.Close()
 	}()
 	d := &daemonUnderTest{}

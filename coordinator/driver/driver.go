@@ -250,6 +250,27 @@ func (d *Driver) checkCoverage() {
 	}
 }
 
+// RebalanceGroups rebalances each group for which match, given the group
+// and the assignor of its latest assignment, is true, and returns those
+// groups, sorted. The daemon calls it when a plugin was reloaded. match runs
+// on the driver's loop: it must not block or call the driver.
+func (d *Driver) RebalanceGroups(match func(group, assignor string) bool, reason string) []string {
+	var groups []string
+	d.do(func() {
+		for _, g := range d.coord.Groups() {
+			assignor, ok := d.assignor[g]
+			if r, done := d.last[g]; done {
+				assignor, ok = r.Assignor, true
+			}
+			if ok && match(g, assignor) {
+				groups = append(groups, g)
+				d.apply(d.coord.Rebalance(d.now(), g, reason))
+			}
+		}
+	})
+	return groups
+}
+
 // SubscribedTopics returns the topics whose metadata the caller must keep
 // current.
 func (d *Driver) SubscribedTopics() []string {

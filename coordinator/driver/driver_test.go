@@ -393,3 +393,42 @@ func TestDriver_StaleGenerationCommitIsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestDriver_RebalanceGroupsRebalancesOnlyMatchingGroups(t *testing.T) {
+	const partitions = 4
+	e := start(t, 2, partitions)
+	ctx := waitCtx(t, 30*time.Second)
+	l := e.rig.Ledger()
+	if _, err := e.rig.Start("a", kfakegroup.ConsumerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	holding(ctx, t, l, partitions, "a")
+	generation := func() int32 {
+		for _, g := range e.driver.Export() {
+			if g.Group == group && g.State == "Stable" {
+				return g.Generation
+			}
+		}
+		return -1
+	}
+	before := generation()
+	var asked []string
+	none := e.driver.RebalanceGroups(func(g, assignor string) bool { asked = append(asked, g+"/"+assignor); return false }, "plugin reloaded")
+	if len(none) != 0 || len(asked) != 1 || asked[0] != group+"/range" {
+		t.Fatalf("no match: rebalanced %v, asked about %v; want none, asked about %s/range", none, asked, group)
+	}
+	got := e.driver.RebalanceGroups(func(g, assignor string) bool { return assignor == "range" }, "plugin reloaded")
+	if len(got) != 1 || got[0] != group {
+		t.Fatalf("rebalanced %v, want [%s]", got, group)
+	}
+	err := kfakegroup.WaitFor(ctx, func() error {
+		if g := generation(); g <= before {
+			return fmt.Errorf("generation %d, want above %d and Stable", g, before)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holding(ctx, t, l, partitions, "a")
+}
