@@ -38,9 +38,86 @@ func NewKgoUpstream(cl *kgo.Client, ttl time.Duration) *KgoUpstream {
 }
 
 // Forward sends req to the upstream broker kgo routes it to: the group
-// coordinator for group requests.
+// coordinator for group requests. It keeps the version the client chose:
+// kgo would otherwise raise every request to the highest version both
+// sides know, and a client's OffsetCommit v7 raised to v10 names its topics
+// by a topic id it never filled in, so the upstream drops the commit.
 func (u *KgoUpstream) Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	return u.cl.Request(ctx, req)
+	group, single := singleGroup(req)
+	if !single {
+		// kgo routes batched group requests itself; their fields do not
+		// change meaning between versions the way topic names do.
+		return u.cl.Request(ctx, req)
+	}
+	for attempt := 0; ; attempt++ {
+		node, err := u.CoordinatorOf(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := u.cl.Broker(int(node)).Request(ctx, pinned{req})
+		if err != nil {
+			return nil, fmt.Errorf("%s to coordinator %d of %s: %w", kmsg.NameForKey(req.Key()), node, group, err)
+		}
+		if attempt == 0 && movedCoordinator(resp) {
+			u.forget(group)
+			continue
+		}
+		return resp, nil
+	}
+}
+
+// pinned holds a request at the version it already has: kgo sends a
+// request at the lower of its MaxVersion and the broker's maximum.
+type pinned struct{ kmsg.Request }
+
+func (p pinned) MaxVersion() int16 { return p.GetVersion() }
+
+// singleGroup returns the group of the requests that name exactly one.
+func singleGroup(req kmsg.Request) (string, bool) {
+	switch r := req.(type) {
+	case *kmsg.OffsetCommitRequest:
+		return r.Group, true
+	case *kmsg.TxnOffsetCommitRequest:
+		return r.Group, true
+	case *kmsg.OffsetDeleteRequest:
+		return r.Group, true
+	}
+	return "", false
+}
+
+// movedCoordinator reports whether resp says the group's coordinator is
+// elsewhere now, so the cached one must be looked up again.
+func movedCoordinator(resp kmsg.Response) bool {
+	moved := func(code int16) bool {
+		return code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
+	}
+	switch r := resp.(type) {
+	case *kmsg.OffsetCommitResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if moved(p.ErrorCode) {
+					return true
+				}
+			}
+		}
+	case *kmsg.TxnOffsetCommitResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if moved(p.ErrorCode) {
+					return true
+				}
+			}
+		}
+	case *kmsg.OffsetDeleteResponse:
+		return moved(r.ErrorCode)
+	}
+	return false
+}
+
+func (u *KgoUpstream) forget(group string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.known, group)
 }
 
 // CoordinatorOf returns the node id of group's upstream coordinator.

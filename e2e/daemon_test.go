@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// suite is what TestMain prepares for every test: the wasmassign
+// executable under test and the root module's directory. Daemons use the
+// default plugin compilation cache, so only the first run on a machine
+// pays for compiling the built-in plugins.
+type suite struct {
+	binary string
+	root   string
+}
+
+// env is set once by TestMain before any test runs and only read after.
+var env suite
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "wasmassign-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	root, err := filepath.Abs("..")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	env = suite{binary: os.Getenv("WASMASSIGN_BIN"), root: root}
+	if env.binary == "" {
+		// Built fresh from this tree, as `make build` builds bin/wasmassign
+		// (the Go build cache makes this cheap after `make build`), so a
+		// stale bin/ can never be what gets tested.
+		env.binary = filepath.Join(tmp, "wasmassign")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", env.binary, "./cmd/wasmassign")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: building wasmassign (run `make build` first if the built-in plugins are missing): %v\n%s", err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// daemon is one `wasmassign serve` subprocess.
+type daemon struct {
+	t                *testing.T
+	cfgFile          string
+	bootstrap, admin string
+	cmd              *exec.Cmd
+	log              *syncBuffer
+	exited           chan struct{}
+	exitErr          error
+}
+
+// startDaemon writes configText to a file in dir and runs the binary on
+// it, returning once the daemon has announced its addresses. The test's
+// cleanup stops it.
+func startDaemon(t *testing.T, dir, configText string) *daemon {
+	t.Helper()
+	cfgFile := filepath.Join(dir, "gateway.toml")
+	if err := os.WriteFile(cfgFile, []byte(configText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return startDaemonFile(t, cfgFile)
+}
+
+func startDaemonFile(t *testing.T, cfgFile string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, cfgFile: cfgFile, log: &syncBuffer{}, exited: make(chan struct{})}
+	d.cmd = exec.Command(env.binary, "serve", "--config", cfgFile)
+	d.cmd.Stderr = d.log
+	stdout, err := d.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		d.exitErr = d.cmd.Wait()
+		close(d.exited)
+	}()
+	t.Cleanup(func() {
+		d.stop()
+		if t.Failed() {
+			t.Logf("daemon log (%s):\n%s", cfgFile, tail(d.log.String(), 80))
+		}
+	})
+
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	timeout := time.After(60 * time.Second)
+	for d.bootstrap == "" || d.admin == "" {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				<-d.exited
+				t.Fatalf("daemon exited before announcing its addresses (%v); log:\n%s", d.exitErr, tail(d.log.String(), 40))
+			}
+			if a, ok := strings.CutPrefix(line, "wasmassign gateway listening on "); ok {
+				d.bootstrap = a
+			}
+			if a, ok := strings.CutPrefix(line, "admin API and metrics on http://"); ok {
+				d.admin = a
+			}
+		case <-timeout:
+			t.Fatalf("daemon did not announce its addresses in 60s; log:\n%s", tail(d.log.String(), 40))
+		}
+	}
+	go func() {
+		for range lines {
+		}
+	}()
+	return d
+}
+
+// stop sends SIGTERM and waits for the exit (killing after 20 s); it
+// returns the exit error, nil for exit status 0.
+func (d *daemon) stop() error {
+	select {
+	case <-d.exited:
+		return d.exitErr
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(20 * time.Second):
+		d.t.Errorf("daemon did not exit within 20s of SIGTERM; killing it")
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+	}
+	return d.exitErr
+}
+
+// adminGroup is the admin API's view of one group.
+type adminGroup struct {
+	Group      string `json:"group"`
+	State      string `json:"state"`
+	Generation int32  `json:"generation"`
+	Protocol   string `json:"protocol"`
+	Assignor   string `json:"assignor"`
+	Members    []struct {
+		MemberID   string             `json:"member_id"`
+		InstanceID *string            `json:"instance_id"`
+		ClientID   string             `json:"client_id"`
+		Host       string             `json:"host"`
+		Rack       string             `json:"rack"`
+		Assignment map[string][]int32 `json:"assignment"`
+	} `json:"members"`
+}
+
+// group fetches /v1/groups/{id}; a missing group is an error.
+func (d *daemon) group(ctx context.Context, id string) (adminGroup, error) {
+	var g adminGroup
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.admin+"/v1/groups/"+id, nil)
+	if err != nil {
+		return g, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return g, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return g, fmt.Errorf("GET /v1/groups/%s: %d %s", id, resp.StatusCode, b)
+	}
+	return g, json.NewDecoder(resp.Body).Decode(&g)
+}
+
+// freePorts reserves n distinct loopback ports and releases them, for
+// listeners that must keep their port across a restart.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var lns []net.Listener
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// syncBuffer collects a subprocess's output for the failure log.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
