@@ -32,7 +32,7 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&file, "scenario", "", "benchmark a simulate scenario file as a one-phase case")
 	fs.StringVar(&caseName, "case", "", "built-in case: "+strings.Join(bench.BuiltinNames(), ", ")+" (default mid)")
 	fs.StringVar(&assignorName, "assignor", "", "assignor to run (default: cooperative-sticky for built-in cases; chosen as simulate does for --scenario)")
-	fs.StringVar(&compare, "compare", "kgo", "native comparator (only kgo)")
+	fs.StringVar(&compare, "compare", "kgo", "native comparator: kgo (its balancer for the protocol), or kgo:NAME for kgo's balancer NAME (range, roundrobin, sticky, cooperative-sticky)")
 	fs.IntVar(&runs, "runs", 5, "runs per side and phase; medians are reported")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object per phase")
 	fs.StringVar(&dir, "plugin-dir", "", "directory of extra *.wasm plugins")
@@ -50,8 +50,12 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	if compare != "kgo" {
-		return usagef("--compare: %q is not a supported comparator (only kgo)", compare)
+	kgoName, named := strings.CutPrefix(compare, "kgo:")
+	if !named {
+		kgoName = ""
+	}
+	if compare != "kgo" && (!named || !validKgoBalancer(kgoName)) {
+		return usagef("--compare: %q is not a supported comparator (kgo, or kgo:NAME with NAME one of range, roundrobin, sticky, cooperative-sticky)", compare)
 	}
 	if runs < 1 {
 		return usagef("--runs: must be at least 1, got %d", runs)
@@ -114,6 +118,9 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	if !ok {
 		native, ok = bench.NativeBalancer(protocol)
 	}
+	if kgoName != "" {
+		native, ok = bench.NativeBalancer(kgoName)
+	}
 	if !ok {
 		// A custom assignor has no kgo twin; kgo's range still gives a
 		// reference point for the same input.
@@ -160,4 +167,9 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 
 func msString(ms float64) string {
 	return time.Duration(ms * float64(time.Millisecond)).Round(10 * time.Microsecond).String()
+}
+
+func validKgoBalancer(name string) bool {
+	_, ok := bench.NativeBalancer(name)
+	return ok
 }

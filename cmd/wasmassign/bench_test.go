@@ -130,3 +130,13 @@ func TestBench_AssignorWithoutKgoTwinIsComparedWithKgoRange(t *testing.T) {
 		t.Errorf("stdout %q\nstderr %q", stdout, stderr)
 	}
 }
+
+func TestBench_CompareWithANamedKgoBalancer(t *testing.T) {
+	code, stdout, stderr := wasmassign(t, "bench", "--case", "churn", "--assignor", "leader-rack-range", "--compare", "kgo:roundrobin", "--runs", "1", "--json")
+	if code != 0 || strings.Contains(stderr, "note:") || !strings.Contains(stdout, `"native":"kgo"`) {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, _, stderr := wasmassign(t, "bench", "--compare", "kgo:nope"); code != 2 || !strings.Contains(stderr, "--compare") {
+		t.Errorf("kgo:nope: exit %d, stderr %q", code, stderr)
+	}
+}
