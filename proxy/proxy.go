@@ -115,6 +115,12 @@ type Options struct {
 	// may answer them itself.
 	Interceptor Interceptor
 
+	// Listen, when set, opens the TCP listener for an address (before TLS
+	// is layered on). The daemon uses it to hand over listeners it bound
+	// at the very start, so that clients reconnecting during a restart
+	// wait in the accept queue instead of being refused.
+	Listen func(addr string) (net.Listener, error)
+
 	// OnFetchRack, when set, is called with the client id (empty when
 	// null) and the rack (KIP-392 RackID, empty when the client sent none)
 	// of the first Fetch request of version 11 or later on each client
@@ -310,7 +316,11 @@ func (p *Proxy) Brokers() []Broker {
 func (p *Proxy) Client() *kgo.Client { return p.client }
 
 func (p *Proxy) listen(addr string) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
+	listen := p.opts.Listen
+	if listen == nil {
+		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	ln, err := listen(addr)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -97,6 +99,9 @@ type daemon struct {
 	reloader *pluginreload.Manager
 	// reloadDone is closed when the reloader stopped watching.
 	reloadDone chan struct{}
+	// prebound holds listeners bound at the start, by address, until the
+	// proxy takes them.
+	prebound *preboundListeners
 }
 
 // startDaemon starts every part; on failure it stops what it started.
@@ -115,6 +120,19 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 		brokers = d.cluster.Addrs()
 		log.Info("embedded cluster started", "brokers", brokers)
 	}
+
+	clientOpts, err := upstreamOpts(cfg.Upstream)
+	if err != nil {
+		return d, usageError{err}
+	}
+	if d.client, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, clientOpts...)...); err != nil {
+		return d, fmt.Errorf("upstream client: %w", err)
+	}
+	// Bind the listeners before the slow part of start-up (loading
+	// plugins): a client that reconnects while the daemon restarts then
+	// waits in the accept queue rather than being refused, and keeps its
+	// session.
+	d.prebound = prebind(ctx, cfg.Server, d.client, log)
 
 	lim := wasmruntime.DefaultLimits().
 		WithTimeout(cfg.Plugins.Timeout).
@@ -140,14 +158,6 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 	}
 	if err := cfg.CheckAssignors(func(name string) bool { _, ok := d.registry.Lookup(name); return ok }); err != nil {
 		return d, usageError{err}
-	}
-
-	clientOpts, err := upstreamOpts(cfg.Upstream)
-	if err != nil {
-		return d, usageError{err}
-	}
-	if d.client, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, clientOpts...)...); err != nil {
-		return d, fmt.Errorf("upstream client: %w", err)
 	}
 
 	plugins := pluginSet{d.registry}
@@ -206,6 +216,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 		MetadataRefresh: cfg.Upstream.MetadataRefresh,
 		Interceptor:     gw,
 		OnFetchRack:     racks.Record,
+		Listen:          d.prebound.take,
 		Logger:          log,
 	}); err != nil {
 		return d, err
@@ -285,6 +296,7 @@ func (d *daemon) close(ctx context.Context) error {
 	if d.cluster != nil {
 		d.cluster.Close()
 	}
+	d.prebound.closeRest()
 	return errors.Join(errs...)
 }
 
@@ -543,5 +555,69 @@ func stateSaver(dir string, log *slog.Logger) func([]coordinator.GroupState) {
 		if err := os.Rename(tmp.Name(), filepath.Join(dir, stateFile)); err != nil {
 			log.Error("state: writing", "err", err)
 		}
+	}
+}
+
+// preboundListeners are listeners bound before the proxy exists. A nil
+// *preboundListeners binds on demand.
+type preboundListeners struct {
+	mu  sync.Mutex
+	lns map[string]net.Listener
+}
+
+// prebind binds the bootstrap address and the listener of every broker the
+// upstream names now (those with a fixed port). Failures are left for the
+// proxy to report when it binds itself.
+func prebind(ctx context.Context, s config.Server, cl *kgo.Client, log *slog.Logger) *preboundListeners {
+	p := &preboundListeners{lns: make(map[string]net.Listener)}
+	bind := func(addr string) {
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			p.lns[addr] = ln
+		}
+	}
+	host, _, err := net.SplitHostPort(s.Listen)
+	if err != nil {
+		return p
+	}
+	bind(s.Listen)
+	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(mctx, cl)
+	if err != nil {
+		log.Debug("prebinding: no upstream metadata yet", "err", err)
+		return p
+	}
+	for _, b := range resp.Brokers {
+		if port := s.BrokerPort(b.NodeID); port != 0 {
+			bind(net.JoinHostPort(host, strconv.Itoa(port)))
+		}
+	}
+	return p
+}
+
+// take hands the proxy the listener bound for addr, or binds one.
+func (p *preboundListeners) take(addr string) (net.Listener, error) {
+	if p != nil {
+		p.mu.Lock()
+		ln, ok := p.lns[addr]
+		delete(p.lns, addr)
+		p.mu.Unlock()
+		if ok {
+			return ln, nil
+		}
+	}
+	return net.Listen("tcp", addr)
+}
+
+// closeRest closes listeners the proxy never took.
+func (p *preboundListeners) closeRest() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, ln := range p.lns {
+		ln.Close()
+		delete(p.lns, addr)
 	}
 }
