@@ -140,6 +140,13 @@ func RequestFromJoin(g Group, members []kmsg.JoinGroupResponseMember) (*abi.Requ
 	// Members with equal subscriptions share one decoded slice, so they can
 	// share its translation too.
 	translated := make(map[*int32][]int32)
+	// All members' owned entries come from one array: at 2,000 members
+	// owning a partition of each of 500 topics, that is a million entries.
+	total := 0
+	for i := range subs {
+		total += len(subs[i].Owned)
+	}
+	owned := make([]abi.TopicPartitions, total)
 	for i, m := range sorted {
 		s := &subs[i]
 		am := &req.Members[i]
@@ -167,7 +174,8 @@ func RequestFromJoin(g Group, members []kmsg.JoinGroupResponseMember) (*abi.Requ
 			am.Topics = []int32{}
 		}
 		if len(s.Owned) > 0 {
-			am.Owned = make([]abi.TopicPartitions, len(s.Owned))
+			n := len(s.Owned)
+			am.Owned, owned = owned[:n:n], owned[n:]
 			for k, o := range s.Owned {
 				am.Owned[k] = abi.TopicPartitions{Topic: table[o.Topic], Partitions: o.Partitions}
 			}

@@ -165,6 +165,11 @@ func TestDecode_RejectsMalformedInputNamingTheField(t *testing.T) {
 		{"truncated topic name", []byte{0, 0, 0, 0, 0, 1, 0, 9, 'a'}, "topic name"},
 		{"missing user data", []byte{0, 0, 0, 0, 0, 0}, "user data"},
 		{"v3 truncated before the rack", full[:len(full)-3], "rack"},
+		{"owned topic name truncated", v1Owned(0, 9, 'a', 'b', 'c', 'd'), "owned topic name"},
+		{"owned topic name null", v1Owned(0xFF, 0xFF, 0, 0, 0, 0), "owned topic name"},
+		{"owned partition count beyond the input", v1Owned(0, 1, 'a', 0, 0, 0, 2, 0, 0, 0, 1), "owned partitions"},
+		{"owned partition array null", v1Owned(0, 1, 'a', 0xFF, 0xFF, 0xFF, 0xFF), "owned partitions"},
+		{"owned entry cut before its partitions", v1Owned(0, 1, 'a', 0, 0, 0), "owned partitions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,6 +181,51 @@ func TestDecode_RejectsMalformedInputNamingTheField(t *testing.T) {
 				t.Errorf("error %q does not name %q", err, tt.field)
 			}
 		})
+	}
+}
+
+// v1Owned is a version 1 subscription to no topics, without user data,
+// whose one owned entry is entry.
+func v1Owned(entry ...byte) []byte {
+	return append([]byte{0, 1, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 1}, entry...)
+}
+
+// TestDecode_OwnedListsCannotOverwriteEachOther guards the decoder's arena:
+// owned partition lists of all members are carved from shared storage, so
+// appending to one must not change another, within a member or across
+// members.
+func TestDecode_OwnedListsCannotOverwriteEachOther(t *testing.T) {
+	d := NewDecoder(NewNames())
+	var subs []Subscription
+	for m := range 3 {
+		meta := kmsg.NewConsumerMemberMetadata()
+		meta.Version = 1
+		meta.Topics = []string{"a", "b"}
+		for _, topic := range []string{"a", "b"} {
+			op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+			op.Topic, op.Partitions = topic, []int32{int32(m), int32(m + 10)}
+			meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+		}
+		s, err := d.Decode(meta.AppendTo(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, s)
+	}
+	for _, s := range subs {
+		for _, o := range s.Owned {
+			if cap(o.Partitions) != len(o.Partitions) {
+				t.Errorf("owned list has capacity %d beyond its length %d", cap(o.Partitions), len(o.Partitions))
+			}
+			_ = append(o.Partitions, -7)
+		}
+	}
+	for m, s := range subs {
+		for _, o := range s.Owned {
+			if want := []int32{int32(m), int32(m + 10)}; !slices.Equal(o.Partitions, want) {
+				t.Errorf("member %d owns %v, want %v", m, o.Partitions, want)
+			}
+		}
 	}
 }
 

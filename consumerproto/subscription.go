@@ -17,6 +17,7 @@
 package consumerproto
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -117,10 +118,19 @@ type Decoder struct {
 	// lists maps the hash of a topic array's raw bytes to the decoded
 	// lists with that hash; raw holds the bytes each was decoded from.
 	lists map[uint64][]decodedList
+	// last is the list decoded or found most recently. Members of a group
+	// mostly subscribe alike, so the next member's array usually starts
+	// with the same bytes; an array's extent follows from its bytes, so a
+	// match needs neither the walk nor the hash.
+	last *decodedList
 	// next[k] is the id that followed id k the last time a run of owned
 	// topics was decoded: clients write owned partitions topic by topic in
 	// a stable order, so guessing it first mostly avoids the map.
 	next []int32
+	// arena is where owned partition lists are carved from: a member of a
+	// large group owns one partition of each of hundreds of topics, and an
+	// allocation per list would cost more than the rest of decoding.
+	arena []int32
 }
 
 type decodedList struct {
@@ -137,8 +147,10 @@ func NewDecoder(names *Names) *Decoder {
 func (d *Decoder) Names() *Names { return d.names }
 
 // Decode decodes one member's protocol metadata. The result aliases b for
-// UserData and Partitions' backing storage is fresh; b must not change while
-// the result is in use.
+// UserData; the owned Partitions are fresh copies, carved from storage the
+// decoder shares between the lists it decodes (each list's capacity ends at
+// its length, so appending to one never writes into another). b must not
+// change while the result is in use.
 func (d *Decoder) Decode(b []byte) (Subscription, error) {
 	r := reader{b: b}
 	s := Subscription{Generation: -1}
@@ -167,6 +179,10 @@ func (d *Decoder) Decode(b []byte) (Subscription, error) {
 // are hashed first: a list seen before is returned shared.
 func (d *Decoder) topicList(r *reader) []int32 {
 	start := r.off
+	if l := d.last; l != nil && bytes.HasPrefix(r.b[start:], l.raw) {
+		r.off += len(l.raw)
+		return l.ids
+	}
 	n := r.arrayLen("topics", 2)
 	if r.err != nil {
 		return nil
@@ -200,8 +216,9 @@ func (d *Decoder) topicList(r *reader) []int32 {
 	r.off = end
 	raw := r.b[start:r.off]
 	h := maphash.Bytes(d.seed, raw)
-	for _, l := range d.lists[h] {
+	for i, l := range d.lists[h] {
 		if string(l.raw) == string(raw) {
+			d.last = &d.lists[h][i]
 			return l.ids
 		}
 	}
@@ -214,41 +231,92 @@ func (d *Decoder) topicList(r *reader) []int32 {
 	ids = slices.Compact(ids)
 	// Keep a copy: the caller may reuse its buffer for the next member.
 	d.lists[h] = append(d.lists[h], decodedList{raw: slices.Clone(raw), ids: ids})
+	d.last = &d.lists[h][len(d.lists[h])-1]
 	return ids
 }
 
-// owned reads the owned-partitions array.
+// owned reads the owned-partitions array. Every entry is a topic name and a
+// partition list; an entry whose lengths are in bounds is read inline, the
+// rest by the careful reader, which names what is wrong.
 func (d *Decoder) owned(r *reader) []Owned {
 	n := r.arrayLen("owned partitions", 6)
 	if r.err != nil || n == 0 {
 		return nil
 	}
-	out := make([]Owned, 0, n)
+	out := make([]Owned, n)
 	prev := int32(-1)
-	for range n {
-		name := r.stringBytes("owned topic name")
-		if r.err != nil {
-			return nil
+	b := r.b
+	for i := range out {
+		var name []byte
+		var ps []int32
+		read := false
+		off := r.off
+		if len(b)-off >= 2 {
+			l := int(int16(binary.BigEndian.Uint16(b[off:])))
+			if at := off + 2 + l; l >= 0 && len(b)-at >= 4 {
+				c := int(int32(binary.BigEndian.Uint32(b[at:])))
+				if c >= 0 && (len(b)-at-4)/4 >= c {
+					name = b[off+2 : at]
+					if c == 1 && len(d.arena) > 0 {
+						// The usual entry of a large group, without a call.
+						ps, d.arena = d.arena[:1:1], d.arena[1:]
+						ps[0] = int32(binary.BigEndian.Uint32(b[at+4:]))
+					} else {
+						ps = d.partitions(b[at+4 : at+4+4*c])
+					}
+					r.off = at + 4 + 4*c
+					read = true
+				}
+			}
 		}
-		id := d.nameAfter(prev, name)
+		if !read {
+			name = r.stringBytes("owned topic name")
+			ps = r.int32s("owned partitions")
+			if r.err != nil {
+				return nil
+			}
+		}
+		var id int32
+		if g := d.guess(prev); g >= 0 && d.names.names[g] == string(name) {
+			id = g
+		} else {
+			id = d.nameAfter(prev, name)
+		}
 		prev = id
-		ps := r.int32s("owned partitions")
-		if r.err != nil {
-			return nil
-		}
-		out = append(out, Owned{Topic: id, Partitions: ps})
+		out[i] = Owned{Topic: id, Partitions: ps}
 	}
 	return out
 }
 
-// nameAfter interns name, trying first the name that followed prev the last
-// time, which avoids the map for lists written in a stable order.
-func (d *Decoder) nameAfter(prev int32, name []byte) int32 {
-	if prev >= 0 && int(prev) < len(d.next) {
-		if g := d.next[prev]; g >= 0 && d.names.names[g] == string(name) {
-			return g
-		}
+// partitions decodes big-endian int32s from b into the decoder's arena.
+func (d *Decoder) partitions(b []byte) []int32 {
+	n := len(b) / 4
+	if n == 0 {
+		return []int32{} // as the careful reader returns an empty array
 	}
+	if n > len(d.arena) {
+		d.arena = make([]int32, max(n, 4<<10))
+	}
+	out := d.arena[:n:n]
+	d.arena = d.arena[n:]
+	for i := range out {
+		out[i] = int32(binary.BigEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// guess returns the id that followed prev the last time, or -1.
+func (d *Decoder) guess(prev int32) int32 {
+	if prev >= 0 && int(prev) < len(d.next) {
+		return d.next[prev]
+	}
+	return -1
+}
+
+// nameAfter interns name when it is not guess(prev), the name that followed
+// prev the last time (the caller tries that first: for lists written in a
+// stable order it avoids the map), and remembers it as prev's successor.
+func (d *Decoder) nameAfter(prev int32, name []byte) int32 {
 	id := d.names.lookup(name)
 	if prev >= 0 {
 		for len(d.next) < d.names.Len() {

@@ -86,10 +86,17 @@ func Withhold(req *abi.Request, target *abi.Response) (assignment *abi.Response,
 			continue
 		}
 		var kept []abi.TopicPartitions // allocated on the first topic that changes
-		for k, tp := range ma.Partitions {
+		self := ma.Member + 1
+		for k := range ma.Partitions {
+			tp := &ma.Partitions[k]
 			var owners []int32
 			if tp.Topic >= 0 && int(tp.Topic) < len(holders) {
 				owners = holders[tp.Topic]
+			}
+			if kept == nil && len(tp.Partitions) == 1 && !blocked(owners, tp.Partitions[0], self) {
+				// A large group's target is mostly one-partition entries
+				// that stay put: settle those without a call.
+				continue
 			}
 			ps, n := keep(tp.Partitions, owners, ma.Member)
 			if n == 0 && kept == nil {

@@ -20,7 +20,12 @@ func Validate(req *abi.Request, resp *abi.Response, info abi.AssignorInfo) error
 	seen := make([]bool, len(req.Members))
 	assigned := make([][]uint64, len(req.Topics)) // bitset per topic, made on first use
 	counts := make([]int32, len(req.Topics))
-	subscribed := make([]int32, len(req.Topics)) // member index+1 that last stamped it
+	// subscribed[t] == stamp says the current member subscribes to t. Members
+	// of one group usually share one subscription slice, so a new stamp is
+	// written only when the slice changes, not once per member.
+	subscribed := make([]int32, len(req.Topics))
+	stamp := int32(0)
+	var stamped []int32
 
 	for _, ma := range resp.Members {
 		if ma.Member < 0 || int(ma.Member) >= len(req.Members) {
@@ -31,9 +36,12 @@ func Validate(req *abi.Request, resp *abi.Response, info abi.AssignorInfo) error
 			return invalid(RuleDuplicateMember, "member %q appears twice", m.MemberID)
 		}
 		seen[ma.Member] = true
-		stamp := ma.Member + 1
-		for _, t := range m.Topics {
-			subscribed[t] = stamp
+		if stamp == 0 || !sameSlice(m.Topics, stamped) {
+			stamp++
+			for _, t := range m.Topics {
+				subscribed[t] = stamp
+			}
+			stamped = m.Topics
 		}
 		for _, tp := range ma.Partitions {
 			if tp.Topic < 0 || tp.Topic >= nTopics {
@@ -68,6 +76,20 @@ func Validate(req *abi.Request, resp *abi.Response, info abi.AssignorInfo) error
 	if info.MayLeaveUnassigned {
 		return nil
 	}
+	// Partitions are never assigned twice by now, so a topic whose count
+	// matches its partition count is complete. Only when some topic is not
+	// do the members' subscriptions (a million entries in a large group)
+	// need walking to find one that subscribes to it.
+	complete := true
+	for ti := range req.Topics {
+		if t := &req.Topics[ti]; t.Exists && counts[ti] != t.PartitionCount {
+			complete = false
+			break
+		}
+	}
+	if complete {
+		return nil
+	}
 	for i := range req.Members {
 		m := &req.Members[i]
 		for _, ti := range m.Topics {
@@ -84,4 +106,9 @@ func Validate(req *abi.Request, resp *abi.Response, info abi.AssignorInfo) error
 		}
 	}
 	return nil
+}
+
+// sameSlice reports whether a and b are the same slice of the same array.
+func sameSlice(a, b []int32) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

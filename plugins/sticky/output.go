@@ -95,18 +95,58 @@ func (g *group) response(runs []claim, userData bool, generation int32) *abi.Res
 
 // appendSingles appends the entries of the strided run c whose stride
 // exceeds every topic, so that each partition is in a topic of its own.
+//
+// A member of a large group in Kafka's round robin gets one such run of
+// hundreds of partitions, and the group a million in all, so this loop
+// writes four entries per iteration: in a wasm guest each loop iteration
+// costs an exit to the host's deadline check.
 func (g *group) appendSingles(tps []abi.TopicPartitions, c claim, ids []int32) []abi.TopicPartitions {
-	base, byRank := g.base, g.byRank
+	byRank := g.byRank
 	x, stride, r := c.start, c.stride(), g.topicAt(c.start)
-	for range c.n {
-		for base[r+1] <= x {
-			r++
-		}
-		p := x - base[r]
-		tps = append(tps, abi.TopicPartitions{Topic: byRank[r], Partitions: ids[p : p+1 : p+1]})
+	n := int(c.n)
+	at := len(tps)
+	tps = slices.Grow(tps, n)[:at+n]
+	out := tps[at:]
+	entry := func(x, r int32) abi.TopicPartitions {
+		p := x - g.base[r]
+		return abi.TopicPartitions{Topic: byRank[r], Partitions: ids[p : p+1 : p+1]}
+	}
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		q := out[i : i+4 : i+4]
+		r = g.rankFrom(r, x)
+		q[0] = entry(x, r)
+		x += stride
+		r = g.rankFrom(r, x)
+		q[1] = entry(x, r)
+		x += stride
+		r = g.rankFrom(r, x)
+		q[2] = entry(x, r)
+		x += stride
+		r = g.rankFrom(r, x)
+		q[3] = entry(x, r)
+		x += stride
+	}
+	for ; i < n; i++ {
+		r = g.rankFrom(r, x)
+		out[i] = entry(x, r)
 		x += stride
 	}
 	return tps
+}
+
+// rankFrom returns the rank of the topic holding global number x, which is
+// in topic r or a later one. The stride of a run of singles is at least
+// every topic's size, so x is usually in the very next topic: an if
+// settles that, and only a run that skips topics pays for the search.
+func (g *group) rankFrom(r, x int32) int32 {
+	if g.base[r+1] > x {
+		return r
+	}
+	if r++; g.base[r+1] > x {
+		return r
+	}
+	return g.topicAt(x)
 }
 
 // appendEntries appends the entries of one member's runs rs, cutting them
@@ -173,12 +213,27 @@ func (b *idBuffer) take(n int32) []int32 {
 	return out
 }
 
-// appendProgression appends p0, p0+step, ..., k of them.
+// appendProgression appends p0, p0+step, ..., k of them. A member of a
+// mid-sized group gets such a progression in every topic (every Mth
+// partition), so it writes four values per iteration: in a wasm guest each
+// loop iteration costs an exit to the host's deadline check.
 //
 //go:noinline
 func appendProgression(dst []int32, p0, step, k int32) []int32 {
-	for range k {
-		dst = append(dst, p0)
+	if k <= 0 {
+		return dst
+	}
+	at := len(dst)
+	dst = slices.Grow(dst, int(k))[:at+int(k)]
+	out := dst[at:]
+	i := 0
+	for ; i+4 <= len(out); i += 4 {
+		q := out[i : i+4 : i+4]
+		q[0], q[1], q[2], q[3] = p0, p0+step, p0+2*step, p0+3*step
+		p0 += 4 * step
+	}
+	for ; i < len(out); i++ {
+		out[i] = p0
 		p0 += step
 	}
 	return dst

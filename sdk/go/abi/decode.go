@@ -23,7 +23,13 @@ type reader struct {
 	err  error
 	what string // what is being decoded, for the error message
 
-	arena []int32
+	// arena and entries are shared backing arrays that partition lists and
+	// topic entries are carved from: a request or response of a large group
+	// holds a million one-partition entries, and an allocation per entry
+	// (or even per member) would cost more than decoding them, above all in
+	// a wasm guest.
+	arena   []int32
+	entries []TopicPartitions
 }
 
 func (r *reader) fail(format string, args ...any) {
@@ -122,6 +128,12 @@ func (r *reader) int32s(field string) []int32 {
 	if r.err != nil || n == 0 {
 		return nil
 	}
+	return r.int32Values(n)
+}
+
+// int32Values reads n values whose 4*n bytes the caller has checked are in
+// the buffer.
+func (r *reader) int32Values(n int) []int32 {
 	if n > len(r.arena) {
 		// No list still in the buffer can hold more than remaining/4
 		// values, so a small buffer never pays for a full arena.
@@ -135,6 +147,18 @@ func (r *reader) int32s(field string) []int32 {
 	r.arena = r.arena[n:]
 	getInt32s(out, r.b[r.off:r.off+4*n])
 	r.off += 4 * n
+	return out
+}
+
+// topicEntries returns n zeroed entries carved from a shared array, sized
+// like the int32 arena from what the buffer can still describe.
+func (r *reader) topicEntries(n int) []TopicPartitions {
+	if n > len(r.entries) {
+		size := max(n, min(4<<10, (len(r.b)-r.off)/8))
+		r.entries = make([]TopicPartitions, size)
+	}
+	out := r.entries[:n:n]
+	r.entries = r.entries[n:]
 	return out
 }
 
@@ -307,24 +331,86 @@ func (r *reader) placement(n, sets int) []Partition {
 	return out
 }
 
+// topicPartitions reads a counted list of {topic, partitions} entries; a
+// topic index must be below nTopics unless nTopics is negative.
+//
+// Large groups make this the decoder's hot loop: Kafka's round-robin layout
+// gives each of 2,000 members one partition of each of 500 topics, a million
+// entries of one partition. So an entry that is in bounds is read inline,
+// with no call per field, and a one-partition list is stored without a
+// copy call, four at a time when they come in a row: in a wasm guest every
+// call and loop iteration is an exit to the host's deadline check. Anything
+// unusual goes through the careful per-field reads, which name the problem.
 func (r *reader) topicPartitions(field string, nTopics int) []TopicPartitions {
 	n := r.count(field, 8)
 	if r.err != nil || n == 0 {
 		return nil
 	}
-	out := make([]TopicPartitions, n)
-	topicField := field + " topic" // built once per list, not once per entry
-	for i := range out {
-		t := r.u32(topicField)
-		if r.err == nil && int64(t) >= int64(nTopics) && nTopics >= 0 {
-			r.fail("%s refers to topic index %d of %d", field, t, nTopics)
+	out := r.topicEntries(n)
+	b := r.b
+	for i := 0; i < len(out); {
+		off := r.off
+		if i+4 <= len(out) && len(b)-off >= 48 && len(r.arena) >= 4 {
+			// Four one-partition entries in a row, read in one iteration.
+			e := b[off : off+48 : off+48]
+			le := binary.LittleEndian
+			t0, t1, t2, t3 := le.Uint32(e[0:]), le.Uint32(e[12:]), le.Uint32(e[24:]), le.Uint32(e[36:])
+			if le.Uint32(e[4:]) == 1 && le.Uint32(e[16:]) == 1 && le.Uint32(e[28:]) == 1 && le.Uint32(e[40:]) == 1 &&
+				(nTopics < 0 || uint64(max(t0, t1, t2, t3)) < uint64(nTopics)) {
+				ps := r.arena[:4:4]
+				r.arena = r.arena[4:]
+				ps[0], ps[1], ps[2], ps[3] = int32(le.Uint32(e[8:])), int32(le.Uint32(e[20:])), int32(le.Uint32(e[32:])), int32(le.Uint32(e[44:]))
+				q := out[i : i+4 : i+4]
+				q[0] = TopicPartitions{Topic: int32(t0), Partitions: ps[0:1:1]}
+				q[1] = TopicPartitions{Topic: int32(t1), Partitions: ps[1:2:2]}
+				q[2] = TopicPartitions{Topic: int32(t2), Partitions: ps[2:3:3]}
+				q[3] = TopicPartitions{Topic: int32(t3), Partitions: ps[3:4:4]}
+				r.off = off + 48
+				i += 4
+				continue
+			}
 		}
-		out[i] = TopicPartitions{Topic: int32(t), Partitions: r.int32s(field)}
-		if r.err != nil {
+		i++
+		if len(b)-off >= 8 {
+			t := binary.LittleEndian.Uint32(b[off:])
+			c := binary.LittleEndian.Uint32(b[off+4:])
+			if (nTopics < 0 || uint64(t) < uint64(nTopics)) && uint64(c)*4 <= uint64(len(b)-off-8) {
+				off += 8
+				var ps []int32
+				switch {
+				case c == 1 && len(r.arena) > 0:
+					ps = r.arena[:1:1]
+					r.arena = r.arena[1:]
+					ps[0] = int32(binary.LittleEndian.Uint32(b[off:]))
+					r.off = off + 4
+				case c > 0:
+					r.off = off
+					ps = r.int32Values(int(c))
+				default:
+					r.off = off
+				}
+				out[i-1] = TopicPartitions{Topic: int32(t), Partitions: ps}
+				continue
+			}
+		}
+		if !r.topicPartitionsSlow(&out[i-1], field, nTopics) {
 			return nil
 		}
 	}
 	return out
+}
+
+// topicPartitionsSlow reads one entry field by field, failing with a
+// message that names what is wrong. It reports whether the entry was read.
+//
+//go:noinline
+func (r *reader) topicPartitionsSlow(tp *TopicPartitions, field string, nTopics int) bool {
+	t := r.u32(field + " topic")
+	if r.err == nil && int64(t) >= int64(nTopics) && nTopics >= 0 {
+		r.fail("%s refers to topic index %d of %d", field, t, nTopics)
+	}
+	*tp = TopicPartitions{Topic: int32(t), Partitions: r.int32s(field)}
+	return r.err == nil
 }
 
 // DecodeResponse decodes a response. It checks the layout only; whether the

@@ -93,10 +93,7 @@ func AppendRequest(dst []byte, r *Request) []byte {
 			flags |= memberCooperative
 		}
 		dst = append(dst, flags)
-		dst = appendU32(dst, uint32(len(m.Topics)))
-		for _, t := range m.Topics {
-			dst = appendU32(dst, uint32(t))
-		}
+		dst = appendInt32s(dst, m.Topics)
 		dst = appendU32(dst, uint32(m.OwnedGeneration))
 		dst = appendTopicPartitions(dst, m.Owned)
 		dst = appendBytes(dst, m.UserData)
@@ -216,11 +213,62 @@ func appendPlacement(dst []byte, ps []Partition) []byte {
 	return dst
 }
 
+// appendTopicPartitions writes a counted list of entries. A large group's
+// lists are mostly one-partition entries (see reader.topicPartitions), so
+// such entries are written inline, four at a time when they come in a row:
+// in a wasm guest each call and each loop iteration costs an exit to the
+// host's deadline check, and a response can hold a million entries.
 func appendTopicPartitions(dst []byte, tps []TopicPartitions) []byte {
 	dst = appendU32(dst, uint32(len(tps)))
-	for _, tp := range tps {
-		dst = appendU32(dst, uint32(tp.Topic))
-		dst = appendInt32s(dst, tp.Partitions)
+	for i := 0; i < len(tps); {
+		if q := tps[i:min(i+4, len(tps))]; len(q) == 4 &&
+			len(q[0].Partitions) == 1 && len(q[1].Partitions) == 1 &&
+			len(q[2].Partitions) == 1 && len(q[3].Partitions) == 1 {
+			off := len(dst)
+			dst = extend(dst, 48)
+			// Written out rather than through a helper: the compiler does
+			// not inline one of this size.
+			o := dst[off : off+48 : off+48]
+			le := binary.LittleEndian
+			le.PutUint32(o[0:], uint32(q[0].Topic))
+			le.PutUint32(o[4:], 1)
+			le.PutUint32(o[8:], uint32(q[0].Partitions[0]))
+			le.PutUint32(o[12:], uint32(q[1].Topic))
+			le.PutUint32(o[16:], 1)
+			le.PutUint32(o[20:], uint32(q[1].Partitions[0]))
+			le.PutUint32(o[24:], uint32(q[2].Topic))
+			le.PutUint32(o[28:], 1)
+			le.PutUint32(o[32:], uint32(q[2].Partitions[0]))
+			le.PutUint32(o[36:], uint32(q[3].Topic))
+			le.PutUint32(o[40:], 1)
+			le.PutUint32(o[44:], uint32(q[3].Partitions[0]))
+			i += 4
+			continue
+		}
+		tp := &tps[i]
+		i++
+		if len(tp.Partitions) == 1 {
+			off := len(dst)
+			dst = extend(dst, 12)
+			o := dst[off : off+12 : off+12]
+			binary.LittleEndian.PutUint32(o[0:], uint32(tp.Topic))
+			binary.LittleEndian.PutUint32(o[4:], 1)
+			binary.LittleEndian.PutUint32(o[8:], uint32(tp.Partitions[0]))
+			continue
+		}
+		// Topic, count and values in one extension, the values copied as
+		// bytes (one memory.copy) on little-endian machines.
+		n := len(tp.Partitions)
+		off := len(dst)
+		dst = extend(dst, 8+4*n)
+		o := dst[off:]
+		binary.LittleEndian.PutUint32(o[0:], uint32(tp.Topic))
+		binary.LittleEndian.PutUint32(o[4:], uint32(n))
+		if nativeLittleEndian() {
+			copy(o[8:], int32Bytes(tp.Partitions))
+		} else {
+			putInt32s(o[8:], tp.Partitions)
+		}
 	}
 	return dst
 }

@@ -19,10 +19,20 @@ func nativeLittleEndian() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }
 
-// int32Bytes views vs as its bytes.
+// maxView bounds the lists int32Bytes views through a fixed-size array type.
+const maxView = 1 << 30
+
+// int32Bytes views vs as its bytes. Lists up to maxView bytes are sliced
+// from an array pointer rather than made with unsafe.Slice: in a wasm guest
+// that costs about half as much per call (measured on wazero: 160 against
+// 300 ns per 40-byte list), and a large group's request or response holds
+// thousands of such lists.
 func int32Bytes(vs []int32) []byte {
 	if len(vs) == 0 {
 		return nil
+	}
+	if n := 4 * len(vs); n <= maxView {
+		return (*[maxView]byte)(unsafe.Pointer(unsafe.SliceData(vs)))[:n:n]
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(vs))), 4*len(vs))
 }

@@ -3,6 +3,7 @@ package abi_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -304,6 +305,96 @@ func TestDescription_RoundTripsRandomValues(t *testing.T) {
 		d := g.description()
 		if !t.Run("", func(t *testing.T) { checkDescriptionRoundTrip(t, d) }) {
 			t.Fatalf("iteration %d of seed 3 failed", i)
+		}
+	}
+}
+
+// TestDecode_EntryListsCannotOverwriteEachOther guards the entry arena: the
+// {topic, partitions} lists of every member of a request or response are
+// carved from shared arrays, as are their one-partition lists, so appending
+// to any of them must never change another.
+func TestDecode_EntryListsCannotOverwriteEachOther(t *testing.T) {
+	singles := func(m int) []abi.TopicPartitions {
+		tps := make([]abi.TopicPartitions, 3)
+		for i := range tps {
+			tps[i] = abi.TopicPartitions{Topic: int32(i), Partitions: []int32{int32(m)}}
+		}
+		return tps
+	}
+	req := &abi.Request{Topics: []abi.Topic{
+		{Name: "a", Exists: true, PartitionCount: 4},
+		{Name: "b", Exists: true, PartitionCount: 4},
+		{Name: "c", Exists: true, PartitionCount: 4},
+	}}
+	resp := &abi.Response{}
+	for m := range 3 {
+		req.Members = append(req.Members, abi.Member{
+			MemberID: fmt.Sprint(m), Topics: []int32{0, 1, 2}, OwnedGeneration: 1,
+			Owned: singles(m), Previous: singles(m + 1),
+		})
+		resp.Members = append(resp.Members, abi.MemberAssignment{Member: int32(m), Partitions: singles(m)})
+	}
+	gotReq, err := abi.DecodeRequest(abi.AppendRequest(nil, req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotResp, err := abi.DecodeResponse(abi.AppendResponse(nil, resp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries [][]abi.TopicPartitions
+	for i := range gotReq.Members {
+		entries = append(entries, gotReq.Members[i].Owned, gotReq.Members[i].Previous)
+	}
+	for i := range gotResp.Members {
+		entries = append(entries, gotResp.Members[i].Partitions)
+	}
+	for i, tps := range entries {
+		if cap(tps) != len(tps) {
+			t.Errorf("entry list %d has capacity %d beyond its length %d", i, cap(tps), len(tps))
+		}
+		_ = append(tps, abi.TopicPartitions{Topic: 9, Partitions: []int32{-7}})
+		for k, tp := range tps {
+			if cap(tp.Partitions) != len(tp.Partitions) {
+				t.Errorf("entry list %d, entry %d: partitions have capacity %d beyond length %d", i, k, cap(tp.Partitions), len(tp.Partitions))
+			}
+			_ = append(tp.Partitions, -7)
+		}
+	}
+	if want := canonicalRequest(req); !reflect.DeepEqual(gotReq, want) {
+		t.Errorf("appending to decoded request lists changed others:\n got %+v\nwant %+v", gotReq.Members, want.Members)
+	}
+	if !reflect.DeepEqual(gotResp, resp) {
+		t.Errorf("appending to decoded response lists changed others:\n got %+v\nwant %+v", gotResp.Members, resp.Members)
+	}
+}
+
+// TestDecode_EveryTruncationIsRejected cuts a request and a response made of
+// one-partition entries (the decoder's fast path) and of longer lists at
+// every byte: each cut must fail with ErrMalformed, never decode or panic.
+func TestDecode_EveryTruncationIsRejected(t *testing.T) {
+	req := &abi.Request{Topics: []abi.Topic{{Name: "a", Exists: true, PartitionCount: 4}, {Name: "b", Exists: true, PartitionCount: 4}}}
+	resp := &abi.Response{}
+	for m := range 2 {
+		tps := []abi.TopicPartitions{{Topic: 0, Partitions: []int32{int32(m)}}, {Topic: 1, Partitions: []int32{1, 2, 3}}, {Topic: 1}}
+		req.Members = append(req.Members, abi.Member{MemberID: "m", Topics: []int32{0, 1}, Owned: tps, Previous: tps})
+		resp.Members = append(resp.Members, abi.MemberAssignment{Member: int32(m), Partitions: tps})
+	}
+	for _, c := range []struct {
+		name   string
+		b      []byte
+		decode func([]byte) error
+	}{
+		{"request", abi.AppendRequest(nil, req), func(b []byte) error { _, err := abi.DecodeRequest(b); return err }},
+		{"response", abi.AppendResponse(nil, resp), func(b []byte) error { _, err := abi.DecodeResponse(b); return err }},
+	} {
+		if err := c.decode(c.b); err != nil {
+			t.Fatalf("%s: the whole buffer: %v", c.name, err)
+		}
+		for n := range len(c.b) {
+			if err := c.decode(c.b[:n:n]); !errors.Is(err, abi.ErrMalformed) {
+				t.Errorf("%s cut to %d of %d bytes: got %v, want ErrMalformed", c.name, n, len(c.b), err)
+			}
 		}
 	}
 }
