@@ -4,6 +4,7 @@
 //	wasmassign serve    [--config FILE]
 //	wasmassign simulate --scenario FILE [--assignor NAME] [--plugin-dir DIR] [--plugin FILE] [--format json|table|svg]
 //	wasmassign inspect  [--format json|table] FILE.wasm
+//	wasmassign new      --lang go|rust|c|assemblyscript DIR
 //
 // Exit status: 0 on success, 1 when a plugin fails (the message names the
 // plugin and the typed error), 2 for bad usage or bad input (the message names
@@ -44,6 +45,7 @@ commands:
   simulate   run an assignor over a scenario file and print the assignment
   inspect    show what a plugin module provides and imports
   bench      time an assignor against kgo's native balancer on the same input
+  new        write a plugin project (go, rust, c or assemblyscript) that builds with make
   version    print the ABI version this binary speaks
 
 Run 'wasmassign <command> -h' for a command's flags.
@@ -75,6 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = inspect(ctx, env, args[1:])
 	case "bench":
 		err = benchCmd(ctx, env, args[1:])
+	case "new":
+		err = newCmd(ctx, env, args[1:])
 	case "version":
 		fmt.Fprintln(stdout, "wasmassign ABI version 1")
 	case "-h", "-help", "--help", "help":

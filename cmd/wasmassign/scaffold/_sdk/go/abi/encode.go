@@ -1,0 +1,285 @@
+package abi
+
+import (
+	"encoding/binary"
+	"math"
+	"sort"
+)
+
+// Flag bits of a topic entry.
+const (
+	topicExists    = 1 << 0
+	topicPlacement = 1 << 1
+)
+
+// Flag bits of a member entry.
+const memberCooperative = 1 << 0
+
+// Flag bits of an assignor description.
+const assignorMayLeaveUnassigned = 1 << 0
+
+// Status byte of a response.
+const (
+	statusOK    = 0
+	statusError = 1
+)
+
+// AppendRequest appends the encoding of r to dst and returns the result.
+//
+// Config keys are written in ascending order, so equal requests give equal
+// bytes. A topic whose Partitions is not nil must have exactly PartitionCount
+// entries; DecodeRequest rejects anything else.
+func AppendRequest(dst []byte, r *Request) []byte {
+	dst = grow(dst, requestSizeHint(r))
+	dst = appendU32(dst, Version)
+	dst = appendString(dst, r.GroupID)
+	dst = appendU32(dst, uint32(r.Generation))
+	dst = appendString(dst, r.Protocol)
+	dst = appendString(dst, r.Assignor)
+	dst = append(dst, byte(r.RebalanceProtocol))
+	dst = binary.LittleEndian.AppendUint64(dst, r.Seed)
+
+	keys := make([]string, 0, len(r.Config))
+	for k := range r.Config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	dst = appendU32(dst, uint32(len(keys)))
+	for _, k := range keys {
+		dst = appendString(dst, k)
+		dst = appendString(dst, r.Config[k])
+	}
+
+	dst = appendU32(dst, uint32(len(r.Brokers)))
+	for _, b := range r.Brokers {
+		dst = appendU32(dst, uint32(b.ID))
+		dst = appendString(dst, b.Rack)
+	}
+
+	dst = appendU32(dst, uint32(len(r.ReplicaSets)))
+	for _, rs := range r.ReplicaSets {
+		dst = appendInt32s(dst, rs)
+	}
+
+	dst = appendU32(dst, uint32(len(r.Topics)))
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		dst = appendString(dst, t.Name)
+		dst = append(dst, t.ID[:]...)
+		var flags byte
+		if t.Exists {
+			flags |= topicExists
+		}
+		if t.Partitions != nil {
+			flags |= topicPlacement
+		}
+		dst = append(dst, flags)
+		dst = appendU32(dst, uint32(t.PartitionCount))
+		if t.Partitions != nil {
+			dst = appendPlacement(dst, t.Partitions)
+		}
+	}
+
+	dst = appendU32(dst, uint32(len(r.Members)))
+	for i := range r.Members {
+		m := &r.Members[i]
+		dst = appendString(dst, m.MemberID)
+		dst = appendString(dst, m.InstanceID)
+		dst = appendString(dst, m.ClientID)
+		dst = appendString(dst, m.ClientHost)
+		dst = appendString(dst, m.Rack)
+		var flags byte
+		if m.Cooperative {
+			flags |= memberCooperative
+		}
+		dst = append(dst, flags)
+		dst = appendInt32s(dst, m.Topics)
+		dst = appendU32(dst, uint32(m.OwnedGeneration))
+		dst = appendTopicPartitions(dst, m.Owned)
+		dst = appendBytes(dst, m.UserData)
+		dst = appendTopicPartitions(dst, m.Previous)
+	}
+	return dst
+}
+
+// AppendResponse appends the encoding of r to dst and returns the result. A
+// response with a non-empty Error encodes only the error.
+func AppendResponse(dst []byte, r *Response) []byte {
+	dst = appendU32(dst, Version)
+	if r.Error != "" {
+		dst = append(dst, statusError)
+		return appendString(dst, r.Error)
+	}
+	dst = append(dst, statusOK)
+	dst = appendU32(dst, uint32(len(r.Members)))
+	for i := range r.Members {
+		m := &r.Members[i]
+		dst = appendU32(dst, uint32(m.Member))
+		dst = appendTopicPartitions(dst, m.Partitions)
+		dst = appendBytes(dst, m.UserData)
+	}
+	return dst
+}
+
+// AppendDescription appends the encoding of d to dst and returns the result.
+func AppendDescription(dst []byte, d *Description) []byte {
+	dst = appendU32(dst, Version)
+	dst = appendU32(dst, uint32(len(d.Assignors)))
+	for _, a := range d.Assignors {
+		dst = appendString(dst, a.Name)
+		dst = appendString(dst, a.Version)
+		dst = appendU32(dst, uint32(len(a.Protocols)))
+		for _, p := range a.Protocols {
+			dst = appendString(dst, p)
+		}
+		dst = append(dst, byte(a.Modes))
+		var flags byte
+		if a.MayLeaveUnassigned {
+			flags |= assignorMayLeaveUnassigned
+		}
+		dst = append(dst, flags)
+		dst = appendString(dst, a.Description)
+	}
+	return dst
+}
+
+// requestSizeHint estimates the encoded size of r so that encoding a large
+// request grows dst once instead of doubling it twenty times.
+func requestSizeHint(r *Request) int {
+	n := 256 + 16*len(r.Config)
+	for _, t := range r.Topics {
+		n += 32 + len(t.Name) + 12*len(t.Partitions)
+	}
+	for i := range r.Members {
+		m := &r.Members[i]
+		n += 64 + len(m.MemberID) + len(m.InstanceID) + len(m.ClientID) + len(m.ClientHost) + len(m.Rack)
+		n += 4*len(m.Topics) + len(m.UserData) + tpSize(m.Owned) + tpSize(m.Previous)
+	}
+	return n
+}
+
+func tpSize(tps []TopicPartitions) int {
+	n := 4
+	for _, tp := range tps {
+		n += 8 + 4*len(tp.Partitions)
+	}
+	return n
+}
+
+func grow(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) >= n {
+		return dst
+	}
+	out := make([]byte, len(dst), len(dst)+n)
+	copy(out, dst)
+	return out
+}
+
+func appendU32(dst []byte, v uint32) []byte {
+	return binary.LittleEndian.AppendUint32(dst, v)
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = appendU32(dst, uint32(len(s)))
+	return append(dst, s...)
+}
+
+func appendBytes(dst []byte, b []byte) []byte {
+	dst = appendU32(dst, uint32(len(b)))
+	return append(dst, b...)
+}
+
+// appendInt32s writes a count followed by the values. It writes into one
+// resized slice rather than appending value by value, which matters at a
+// million partitions.
+func appendInt32s(dst []byte, vs []int32) []byte {
+	dst = appendU32(dst, uint32(len(vs)))
+	off := len(dst)
+	dst = extend(dst, 4*len(vs))
+	putInt32s(dst[off:], vs)
+	return dst
+}
+
+func appendPlacement(dst []byte, ps []Partition) []byte {
+	off := len(dst)
+	dst = extend(dst, 12*len(ps))
+	out := dst[off:]
+	for i, p := range ps {
+		o := out[12*i : 12*i+12]
+		binary.LittleEndian.PutUint32(o[0:], uint32(p.Leader))
+		binary.LittleEndian.PutUint32(o[4:], p.Replicas)
+		binary.LittleEndian.PutUint32(o[8:], p.ISR)
+	}
+	return dst
+}
+
+// appendTopicPartitions writes a counted list of entries. A large group's
+// lists are mostly one-partition entries (see reader.topicPartitions), so
+// such entries are written inline, four at a time when they come in a row:
+// in a wasm guest each call and each loop iteration costs an exit to the
+// host's deadline check, and a response can hold a million entries.
+func appendTopicPartitions(dst []byte, tps []TopicPartitions) []byte {
+	dst = appendU32(dst, uint32(len(tps)))
+	for i := 0; i < len(tps); {
+		if q := tps[i:min(i+4, len(tps))]; len(q) == 4 &&
+			len(q[0].Partitions) == 1 && len(q[1].Partitions) == 1 &&
+			len(q[2].Partitions) == 1 && len(q[3].Partitions) == 1 {
+			off := len(dst)
+			dst = extend(dst, 48)
+			// Written out rather than through a helper: the compiler does
+			// not inline one of this size.
+			o := dst[off : off+48 : off+48]
+			le := binary.LittleEndian
+			le.PutUint32(o[0:], uint32(q[0].Topic))
+			le.PutUint32(o[4:], 1)
+			le.PutUint32(o[8:], uint32(q[0].Partitions[0]))
+			le.PutUint32(o[12:], uint32(q[1].Topic))
+			le.PutUint32(o[16:], 1)
+			le.PutUint32(o[20:], uint32(q[1].Partitions[0]))
+			le.PutUint32(o[24:], uint32(q[2].Topic))
+			le.PutUint32(o[28:], 1)
+			le.PutUint32(o[32:], uint32(q[2].Partitions[0]))
+			le.PutUint32(o[36:], uint32(q[3].Topic))
+			le.PutUint32(o[40:], 1)
+			le.PutUint32(o[44:], uint32(q[3].Partitions[0]))
+			i += 4
+			continue
+		}
+		tp := &tps[i]
+		i++
+		if len(tp.Partitions) == 1 {
+			off := len(dst)
+			dst = extend(dst, 12)
+			o := dst[off : off+12 : off+12]
+			binary.LittleEndian.PutUint32(o[0:], uint32(tp.Topic))
+			binary.LittleEndian.PutUint32(o[4:], 1)
+			binary.LittleEndian.PutUint32(o[8:], uint32(tp.Partitions[0]))
+			continue
+		}
+		// Topic, count and values in one extension, the values copied as
+		// bytes (one memory.copy) on little-endian machines.
+		n := len(tp.Partitions)
+		off := len(dst)
+		dst = extend(dst, 8+4*n)
+		o := dst[off:]
+		binary.LittleEndian.PutUint32(o[0:], uint32(tp.Topic))
+		binary.LittleEndian.PutUint32(o[4:], uint32(n))
+		if nativeLittleEndian() {
+			copy(o[8:], int32Bytes(tp.Partitions))
+		} else {
+			putInt32s(o[8:], tp.Partitions)
+		}
+	}
+	return dst
+}
+
+// extend grows dst by n bytes whose contents the caller overwrites.
+func extend(dst []byte, n int) []byte {
+	if n > math.MaxInt32 {
+		panic("abi: encoding larger than 2 GiB")
+	}
+	if cap(dst)-len(dst) < n {
+		dst = grow(dst, n+len(dst)/2)
+	}
+	return dst[:len(dst)+n]
+}

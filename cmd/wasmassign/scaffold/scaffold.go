@@ -1,0 +1,200 @@
+// Package scaffold writes new plugin projects for `wasmassign new`: one per
+// SDK language, each a folder that builds exactly one NAME.wasm with `make`
+// and carries a copy of its SDK, because nothing of wasmassign is published.
+//
+// # Where the SDK copies come from
+//
+// The binary must carry the SDKs' sources, and go:embed can only take files
+// from the embedding package's own directory tree within its own module. The
+// SDKs live elsewhere (sdk/go is even a module of its own, and sdk/c cannot
+// hold a Go package at all, since a directory with .c files is taken for
+// cgo). So _sdk/ holds a generated copy of each SDK's files; `go generate`
+// here refreshes it, and TestSDKCopiesAreCurrent fails as soon as the copy
+// and sdk/ differ, naming the file. The directory's leading underscore makes
+// the go tool ignore the copied .go and .c files, and the Go SDK's go.mod is
+// stored as go.mod.embed, because go:embed refuses a directory with a go.mod
+// in it (that would be another module).
+//
+// templates/ holds each language's project files. Every template file ends
+// in .tmpl, so that no tool mistakes a template for source of this module;
+// the suffix is dropped when it is written, and gitignore.tmpl becomes
+// .gitignore. The placeholders @NAME@, @CRATE@, @GOVERSION@, @LANGUAGE@,
+// @SOURCE@ and @TOOLCHAIN@ are replaced on the way out.
+//
+// The package only writes files. It must never import the runtime or run a
+// build: checking a name against the built-in assignors is the command's job.
+package scaffold
+
+//go:generate go test -run ^TestSDKCopiesAreCurrent$ -update .
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// files holds the templates and the SDK copies. "all:" keeps the leading
+// underscore of _sdk from hiding it.
+//
+//go:embed templates all:_sdk
+var files embed.FS
+
+// lang is what one language's project needs besides its templates.
+type lang struct {
+	name      string // the --lang value
+	title     string // the language's name in prose
+	source    string // the file holding the assignor, for the README
+	toolchain string // one README sentence on what make installs
+}
+
+// langs lists the languages in the order usage shows them. It is a function
+// so that there is no package-level state to mutate.
+func langs() []lang {
+	return []lang{
+		{"go", "Go", "main.go",
+			"It needs Go @GOVERSION@ or newer and nothing else."},
+		{"rust", "Rust", "src/lib.rs",
+			"It needs Debian's rustc, cargo and wasm32 standard library (`rustc cargo libstd-rust-dev-wasm32`), which `make` installs with apt when they are missing; `make test` runs the unit tests natively."},
+		{"c", "C", "plugin.c",
+			"It needs Debian's clang-14, lld-14 and wasi-libc, which `make` installs with apt when they are missing."},
+		{"assemblyscript", "AssemblyScript", "assembly/index.ts",
+			"It needs node and npm (`make` installs them with apt when they are missing), then installs AssemblyScript 0.28.20 and the SDK into `node_modules/`."},
+	}
+}
+
+// Langs returns the languages Write accepts, as --lang spells them.
+func Langs() []string {
+	var out []string
+	for _, l := range langs() {
+		out = append(out, l.name)
+	}
+	return out
+}
+
+// ErrUnknownLang is returned by Write for a language it has no templates for.
+var ErrUnknownLang = errors.New("unknown language")
+
+// sdkDir is where a project keeps its copy of the SDK.
+const sdkDir = "wasmassign"
+
+// Write writes a plugin project for language lang into dir, whose assignor
+// is called name. dir must exist; Write does not check that it is empty or
+// that name is a usable assignor name, which is the caller's business. It
+// returns the paths it wrote, relative to dir.
+func Write(dir, langName, name string) ([]string, error) {
+	var l *lang
+	for _, c := range langs() {
+		if c.name == langName {
+			l = &c
+			break
+		}
+	}
+	if l == nil {
+		return nil, fmt.Errorf("%w %q (have %s)", ErrUnknownLang, langName, strings.Join(Langs(), ", "))
+	}
+	goVersion, err := sdkGoVersion()
+	if err != nil {
+		return nil, err
+	}
+	r := strings.NewReplacer(
+		"@TOOLCHAIN@", l.toolchain,
+		"@NAME@", name,
+		"@CRATE@", crateName(name),
+		"@GOVERSION@", goVersion,
+		"@LANGUAGE@", l.title,
+		"@SOURCE@", l.source,
+	)
+	var written []string
+	put := func(rel string, data []byte) error {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+		written = append(written, rel)
+		return nil
+	}
+
+	// The README is shared; the rest is the language's own.
+	readme, err := files.ReadFile("templates/README.md.tmpl")
+	if err != nil {
+		return nil, err
+	}
+	// Twice: the toolchain sentence brings placeholders of its own.
+	if err := put("README.md", []byte(r.Replace(r.Replace(string(readme))))); err != nil {
+		return nil, err
+	}
+	tmplRoot := "templates/" + l.name
+	err = fs.WalkDir(files, tmplRoot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimSuffix(strings.TrimPrefix(p, tmplRoot+"/"), ".tmpl")
+		if rel == "gitignore" {
+			rel = ".gitignore"
+		}
+		return put(rel, []byte(r.Replace(string(data))))
+	})
+	if err != nil {
+		return written, fmt.Errorf("writing the %s templates: %w", l.name, err)
+	}
+
+	sdkRoot := "_sdk/" + l.name
+	err = fs.WalkDir(files, sdkRoot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(p, sdkRoot+"/")
+		if path.Base(rel) == "go.mod.embed" {
+			rel = path.Join(path.Dir(rel), "go.mod")
+		}
+		return put(path.Join(sdkDir, rel), data)
+	})
+	if err != nil {
+		return written, fmt.Errorf("writing the %s SDK: %w", l.name, err)
+	}
+	return written, nil
+}
+
+// goDirective finds the go line of a go.mod.
+var goDirective = regexp.MustCompile(`(?m)^go\s+(\S+)\s*$`)
+
+// sdkGoVersion is the Go version the Go SDK's go.mod asks for; a Go project
+// asks for the same, so that the SDK copy builds with the Go it was made for.
+func sdkGoVersion() (string, error) {
+	mod, err := files.ReadFile("_sdk/go/go.mod.embed")
+	if err != nil {
+		return "", err
+	}
+	m := goDirective.FindSubmatch(mod)
+	if m == nil {
+		return "", errors.New("the embedded Go SDK's go.mod has no go line")
+	}
+	return string(m[1]), nil
+}
+
+// crateName turns an assignor name into a Cargo package name, which may hold
+// only letters, digits, '-' and '_', and must not start with a digit.
+func crateName(name string) string {
+	c := strings.ReplaceAll(name, ".", "-")
+	if c != "" && c[0] >= '0' && c[0] <= '9' {
+		c = "plugin-" + c
+	}
+	return c
+}
