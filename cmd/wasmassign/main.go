@@ -2,6 +2,8 @@
 // WebAssembly plugins.
 //
 //	wasmassign serve    [--config FILE]
+//	wasmassign groups   [--admin ADDR] [--token T] [GROUP]
+//	wasmassign plugins  [--admin ADDR] [--token T]
 //	wasmassign simulate --scenario FILE [--assignor NAME] [--plugin-dir DIR] [--plugin FILE] [--format json|table|svg]
 //	wasmassign inspect  [--format json|table] FILE.wasm
 //	wasmassign new      --lang go|rust|c|assemblyscript DIR
@@ -42,6 +44,8 @@ const usage = `usage: wasmassign <command> [flags]
 
 commands:
   serve      run the gateway: a Kafka proxy whose consumer groups are assigned by wasm plugins
+  groups     list a running gateway's groups, or show one: members, racks, assignment
+  plugins    list a running gateway's plugins: status, ABI, assignors, checksum
   simulate   run an assignor over a scenario file and print the assignment
   inspect    show what a plugin module provides and imports
   bench      time an assignor against kgo's native balancer on the same input
@@ -71,6 +75,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		err = serve(ctx, env, args[1:])
+	case "groups":
+		err = groupsCmd(ctx, env, args[1:])
+	case "plugins":
+		err = pluginsCmd(ctx, env, args[1:])
 	case "simulate":
 		err = simulate(ctx, env, args[1:])
 	case "inspect":
