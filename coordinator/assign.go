@@ -160,6 +160,7 @@ func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Respo
 	if !c.cfg.disableWithholding {
 		final, withheld = handover.Withhold(js.req, target)
 	}
+	local, known := rackLocality(js.req, final)
 	byMember := make(map[int32]*abi.MemberAssignment, len(final.Members))
 	for i := range final.Members {
 		byMember[final.Members[i].Member] = &final.Members[i]
@@ -199,7 +200,7 @@ func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Respo
 	// every follow-up withhold again, a rebalance storm; after a few rounds
 	// the coordinator leaves the next one to the clients.
 	g.followUp = withheld > 0 && g.followUpStreak <= maxFollowUps
-	c.event(Event{Kind: EventAssignmentCompleted, Group: g.id, Generation: g.generation, Detail: js.chain[min(js.attempt, len(js.chain)-1)], N: withheld, Moved: moved, Attempt: js.attempt, Members: len(g.members), Cooperative: js.req.RebalanceProtocol == abi.Cooperative})
+	c.event(Event{Kind: EventAssignmentCompleted, Group: g.id, Generation: g.generation, Detail: js.chain[min(js.attempt, len(js.chain)-1)], N: withheld, Moved: moved, Attempt: js.attempt, Members: len(g.members), Cooperative: js.req.RebalanceProtocol == abi.Cooperative, RackLocal: local, RackKnown: known})
 	c.becomeStable(g)
 }
 
@@ -516,4 +517,58 @@ func countMoved(req *abi.Request, target *abi.Response) int {
 		}
 	}
 	return moved
+}
+
+// rackLocality counts the partitions of resp given to a member with a rack
+// whose replicas' racks are known (known), and among them those with a
+// replica in the member's rack (local): the share of fetches that can stay
+// in the member's rack.
+func rackLocality(req *abi.Request, resp *abi.Response) (local, known int) {
+	brokerRack := make(map[int32]string, len(req.Brokers))
+	for _, b := range req.Brokers {
+		if b.Rack != "" {
+			brokerRack[b.ID] = b.Rack
+		}
+	}
+	if len(brokerRack) == 0 {
+		return 0, 0
+	}
+	// setRacks[i] holds the racks of replica set i's brokers.
+	setRacks := make([][]string, len(req.ReplicaSets))
+	for i, set := range req.ReplicaSets {
+		for _, id := range set {
+			if r, ok := brokerRack[id]; ok {
+				setRacks[i] = append(setRacks[i], r)
+			}
+		}
+	}
+	for _, ma := range resp.Members {
+		if ma.Member < 0 || int(ma.Member) >= len(req.Members) {
+			continue
+		}
+		rack := req.Members[ma.Member].Rack
+		if rack == "" {
+			continue
+		}
+		for _, tp := range ma.Partitions {
+			if tp.Topic < 0 || int(tp.Topic) >= len(req.Topics) {
+				continue
+			}
+			parts := req.Topics[tp.Topic].Partitions
+			for _, p := range tp.Partitions {
+				if p < 0 || int(p) >= len(parts) || int(parts[p].Replicas) >= len(setRacks) {
+					continue
+				}
+				racks := setRacks[parts[p].Replicas]
+				if len(racks) == 0 {
+					continue
+				}
+				known++
+				if slices.Contains(racks, rack) {
+					local++
+				}
+			}
+		}
+	}
+	return local, known
 }

@@ -45,6 +45,10 @@ type Event struct {
 	Members    int
 	// Cooperative is set on EventAssignmentCompleted.
 	Cooperative bool
+	// RackLocal and RackKnown, on EventAssignmentCompleted, count the
+	// assigned partitions with a replica in their member's rack, among
+	// those whose member and replicas have known racks.
+	RackLocal, RackKnown int
 }
 
 func (c *Coordinator) event(e Event) { c.out.Events = append(c.out.Events, e) }

@@ -40,3 +40,26 @@ func TestCountMoved_CountsPartitionsAMemberDidNotHold(t *testing.T) {
 		}
 	}
 }
+
+func TestRackLocality_CountsPartitionsWithAReplicaInTheMembersRack(t *testing.T) {
+	req := &abi.Request{
+		Brokers:     []abi.Broker{{ID: 0, Rack: "a"}, {ID: 1, Rack: "b"}, {ID: 2}},
+		ReplicaSets: [][]int32{{0}, {1}, {0, 1}, {2}},
+		Topics: []abi.Topic{{Name: "t", Exists: true, PartitionCount: 4, Partitions: []abi.Partition{
+			{Leader: 0, Replicas: 0}, {Leader: 1, Replicas: 1}, {Leader: 0, Replicas: 2}, {Leader: 2, Replicas: 3},
+		}}},
+		Members: []abi.Member{{MemberID: "in-a", Rack: "a"}, {MemberID: "no-rack"}},
+	}
+	resp := &abi.Response{Members: []abi.MemberAssignment{
+		// t-0 local (a), t-1 remote (b), t-2 local (a or b), t-3 unknown (broker 2 has no rack).
+		{Member: 0, Partitions: []abi.TopicPartitions{{Topic: 0, Partitions: []int32{0, 1, 2, 3}}}},
+		{Member: 1, Partitions: []abi.TopicPartitions{{Topic: 0, Partitions: []int32{0}}}},
+	}}
+	if local, known := rackLocality(req, resp); local != 2 || known != 3 {
+		t.Errorf("local %d of %d known, want 2 of 3", local, known)
+	}
+	req.Brokers = []abi.Broker{{ID: 0}, {ID: 1}}
+	if local, known := rackLocality(req, resp); local != 0 || known != 0 {
+		t.Errorf("without broker racks: local %d of %d, want 0 of 0", local, known)
+	}
+}

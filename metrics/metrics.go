@@ -244,6 +244,12 @@ func (m *Metrics) RebalanceStorm(group, cause string) {
 	m.storms.WithLabelValues(m.groups.label(group), cause).Inc()
 }
 
+// StormCounter returns the storm counter of a group and cause, for tests
+// and for callers that want to read it back.
+func (m *Metrics) StormCounter(cause, group string) prometheus.Counter {
+	return m.storms.WithLabelValues(m.groups.label(group), cause)
+}
+
 // PluginReload records one load of a plugin file and the number of modules
 // now in service.
 func (m *Metrics) PluginReload(ok bool, loaded int) {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +63,12 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// Now is the clock; nil means time.Now. Tests pass a fake.
 	Now func() time.Time
+	// StormRebalances and StormWindow define a rebalance storm: more than
+	// StormRebalances completed rebalances of one group within StormWindow
+	// (defaults 10 and 5 minutes). A storm is counted and logged once per
+	// window, with its likely cause.
+	StormRebalances int
+	StormWindow     time.Duration
 	// NeedMetadata, when set, is called (from the driver's goroutine; it
 	// must not block) with the subscribed topics the last metadata update
 	// did not cover, as soon as a JoinGroup subscribes to one. The daemon
@@ -92,6 +99,15 @@ type Driver struct {
 	assignor map[string]string    // assignor of each group's latest job
 	last     map[string]Rebalance // each group's latest completed rebalance
 	covered  map[string]bool      // topics the last metadata update held
+	storms   map[string]*stormWatch
+}
+
+// stormWatch remembers a group's recent rebalances and what caused them.
+type stormWatch struct {
+	rebalances []time.Time
+	expiries   int // members removed for a session timeout, in the window
+	joins      int // members added, in the window
+	reported   time.Time
 }
 
 // Rebalance summarises a group's latest completed rebalance.
@@ -127,6 +143,12 @@ func Start(cfg Config) (*Driver, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.StormRebalances <= 0 {
+		cfg.StormRebalances = 10
+	}
+	if cfg.StormWindow <= 0 {
+		cfg.StormWindow = 5 * time.Minute
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -148,6 +170,7 @@ func Start(cfg Config) (*Driver, error) {
 		assignor: make(map[string]string),
 		last:     make(map[string]Rebalance),
 		covered:  make(map[string]bool),
+		storms:   make(map[string]*stormWatch),
 	}
 	d.timer.Stop()
 	if len(cfg.Restore) > 0 {
@@ -420,17 +443,78 @@ func (d *Driver) observe(e coordinator.Event) {
 			r.Duration = r.At.Sub(began)
 		}
 		d.last[e.Group] = r
+		d.checkStorm(e.Group, r.At)
 		d.log.Info("rebalance", "group", e.Group, "generation", e.Generation, "members", e.Members,
 			"assignor", r.Assignor, "duration", r.Duration, "moved", r.Moved, "withheld", r.Withheld, "fallback", r.Fallback)
 		if d.cfg.Metrics != nil {
 			d.cfg.Metrics.RebalanceDone(metrics.Rebalance{
 				Group: e.Group, Generation: e.Generation, Assignor: r.Assignor, Cooperative: e.Cooperative,
 				Duration: r.Duration, Members: e.Members, Moved: r.Moved, Withheld: r.Withheld, Unassigned: r.Withheld,
+				RackLocal: e.RackLocal, RackKnown: e.RackKnown,
 			})
+		}
+	case coordinator.EventMemberAdded:
+		d.storm(e.Group).joins++
+	case coordinator.EventMemberRemoved:
+		if e.Detail == "session timeout" {
+			d.storm(e.Group).expiries++
 		}
 	case coordinator.EventStateChanged:
 		if e.State == coordinator.Stable && d.cfg.Persist != nil {
 			d.cfg.Persist(d.coord.Export())
 		}
 	}
+}
+
+func (d *Driver) storm(group string) *stormWatch {
+	w := d.storms[group]
+	if w == nil {
+		w = &stormWatch{}
+		d.storms[group] = w
+	}
+	return w
+}
+
+// checkStorm records a completed rebalance and reports a storm when the
+// group rebalanced more than StormRebalances times within StormWindow.
+func (d *Driver) checkStorm(group string, at time.Time) {
+	w := d.storm(group)
+	cutoff := at.Add(-d.cfg.StormWindow)
+	kept := w.rebalances[:0]
+	for _, t := range w.rebalances {
+		if t.After(cutoff) {
+			kept = append(kept, t)
+		}
+	}
+	w.rebalances = append(kept, at)
+	if len(w.rebalances) <= d.cfg.StormRebalances {
+		if len(w.rebalances) == 1 {
+			w.expiries, w.joins = 0, 0 // a quiet window starts afresh
+		}
+		return
+	}
+	if !w.reported.IsZero() && at.Sub(w.reported) < d.cfg.StormWindow {
+		return
+	}
+	w.reported = at
+	cause := "frequent membership changes"
+	switch {
+	case w.expiries*2 >= len(w.rebalances):
+		cause = "session timeouts (members miss heartbeats: check session.timeout.ms, GC pauses, or slow processing)"
+	case w.joins >= len(w.rebalances):
+		cause = "members joining repeatedly (restarts, or max.poll.interval.ms exceeded)"
+	}
+	d.log.Warn("rebalance storm", "group", group, "rebalances", len(w.rebalances), "window", d.cfg.StormWindow,
+		"session_timeouts", w.expiries, "joins", w.joins, "likely_cause", cause)
+	if d.cfg.Metrics != nil {
+		label := "membership changes"
+		switch {
+		case strings.HasPrefix(cause, "session"):
+			label = "session timeouts"
+		case strings.HasPrefix(cause, "members joining"):
+			label = "members joining repeatedly"
+		}
+		d.cfg.Metrics.RebalanceStorm(group, label)
+	}
+	w.expiries, w.joins = 0, 0
 }
