@@ -102,6 +102,7 @@ type daemon struct {
 	// prebound holds listeners bound at the start, by address, until the
 	// proxy takes them.
 	prebound *preboundListeners
+	metrics  *metrics.Metrics
 }
 
 // startDaemon starts every part; on failure it stops what it started.
@@ -146,6 +147,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(promReg, 0)
+	d.metrics = m
 	if cfg.Plugins.Dir != "" {
 		d.reloader = pluginreload.New(pluginreload.Options{
 			Dir: cfg.Plugins.Dir, Host: d.host, Registry: d.registry,
@@ -351,15 +353,46 @@ func (d *daemon) watchMetadata(ctx context.Context) {
 		if len(topics) > 0 {
 			if md, err := fetchMetadata(ctx, d.client, topics, d.cfg.Upstream.BrokerRacks); err != nil {
 				d.log.Warn("metadata refresh failed", "err", err)
+				d.metrics.UpstreamError("metadata")
 			} else {
 				d.driver.SetMetadata(md, topics)
 			}
 		}
+		d.checkSplitBrain(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-d.refresh:
+		}
+	}
+}
+
+// checkSplitBrain asks the upstream about the groups the gateway manages.
+// The upstream should never see their members: members it does see are
+// clients bypassing the gateway, or a second gateway, and two coordinators
+// then hand out the same partitions.
+func (d *daemon) checkSplitBrain(ctx context.Context) {
+	groups := d.driver.Groups()
+	if len(groups) == 0 {
+		return
+	}
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = groups
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(dctx, d.client)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Debug("split-brain check: DescribeGroups failed", "err", err)
+		}
+		return
+	}
+	for _, g := range resp.Groups {
+		if g.ErrorCode == 0 && len(g.Members) > 0 {
+			d.log.Error("split brain: the upstream also runs this managed group with members (clients bypassing the gateway, or a second gateway)",
+				"group", g.Group, "upstream_state", g.State, "upstream_members", len(g.Members), "upstream_protocol", g.Protocol)
+			d.metrics.SplitBrain(g.Group)
 		}
 	}
 }

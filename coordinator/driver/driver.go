@@ -302,6 +302,13 @@ func (d *Driver) SubscribedTopics() []string {
 	return topics
 }
 
+// Groups returns the ids of the groups the coordinator holds.
+func (d *Driver) Groups() []string {
+	var ids []string
+	d.do(func() { ids = d.coord.Groups() })
+	return ids
+}
+
 // Export returns every group's state.
 func (d *Driver) Export() []coordinator.GroupState {
 	var states []coordinator.GroupState
