@@ -69,6 +69,9 @@ type Server struct {
 	StateDir string
 	// TLSCert and TLSKey, both set, make the listeners serve TLS.
 	TLSCert, TLSKey string
+	// EmptyGroupRetention is how long a managed group with no members stays
+	// listed (Kafka keeps offsets 7 days by default).
+	EmptyGroupRetention time.Duration
 	// MaxFrameBytes bounds the size of one client request; bigger frames
 	// close the connection. Kafka's socket.request.max.bytes defaults to
 	// 100 MiB.
@@ -307,6 +310,7 @@ type file struct {
 		TLSCert        string         `toml:"tls_cert"`
 		TLSKey         string         `toml:"tls_key"`
 		MaxFrameBytes  *int64         `toml:"max_frame_bytes"`
+		GroupRetention *string        `toml:"empty_group_retention"`
 	} `toml:"server"`
 	Upstream struct {
 		Brokers         []string `toml:"brokers"`
@@ -414,6 +418,13 @@ func (c *Config) server(f *file, dir string) error {
 	s.TLSKey = resolve(dir, f.Server.TLSKey)
 	if (s.TLSCert == "") != (s.TLSKey == "") {
 		return c.errorf("server.tls_cert", "tls_cert and tls_key must be set together")
+	}
+	var err error
+	if s.EmptyGroupRetention, err = c.duration("server.empty_group_retention", f.Server.GroupRetention, 7*24*time.Hour); err != nil {
+		return err
+	}
+	if s.EmptyGroupRetention <= 0 {
+		return c.errorf("server.empty_group_retention", "must be positive")
 	}
 	s.MaxFrameBytes = 100 << 20
 	if f.Server.MaxFrameBytes != nil {

@@ -23,6 +23,9 @@ const (
 	// JoinGroup. Kafka has only its request size cap (100 MiB); a
 	// subscription to 10,000 topics is well under 1 MiB.
 	DefaultMaxProtocolMetadataBytes = 4 << 20
+	// DefaultEmptyGroupRetention is how long an Empty group stays listed:
+	// 7 days, Kafka's offsets.retention.minutes.
+	DefaultEmptyGroupRetention = 7 * 24 * time.Hour
 	// LastResortAssignor is the assignor the coordinator falls back to after
 	// the group's own assignor and its fallback have failed.
 	LastResortAssignor = "range"
@@ -118,6 +121,11 @@ type Config struct {
 	NewMemberJoinTimeout time.Duration
 	// MaxProtocolMetadataBytes defaults to DefaultMaxProtocolMetadataBytes.
 	MaxProtocolMetadataBytes int
+	// EmptyGroupRetention is how long a group with no members stays
+	// listed (state Empty) before the coordinator forgets it; 0 means
+	// DefaultEmptyGroupRetention. Committed offsets live upstream and are
+	// not affected.
+	EmptyGroupRetention time.Duration
 
 	defaultGroup *GroupConfig
 	groups       map[string]*GroupConfig
@@ -148,6 +156,9 @@ func (c *Config) prepare() error {
 	}
 	if c.MaxProtocolMetadataBytes <= 0 {
 		c.MaxProtocolMetadataBytes = DefaultMaxProtocolMetadataBytes
+	}
+	if c.EmptyGroupRetention <= 0 {
+		c.EmptyGroupRetention = DefaultEmptyGroupRetention
 	}
 	d, err := prepareGroup("default", c.Default)
 	if err != nil {

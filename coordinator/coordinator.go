@@ -216,7 +216,7 @@ func (c *Coordinator) finish() Output {
 		if c.groups[g.id] != g {
 			continue
 		}
-		if d := g.nextDeadline(); !d.Equal(g.deadline) {
+		if d := g.nextDeadline(c.cfg.EmptyGroupRetention); !d.Equal(g.deadline) {
 			g.deadline = d
 			if !d.IsZero() {
 				heap.Push(&c.timers, timerEntry{at: d, group: g.id})
@@ -257,7 +257,7 @@ func (c *Coordinator) sortedGroupIDs() []string {
 
 // nextDeadline returns the group's earliest armed timer, zero when none. It
 // is linear in the group's members.
-func (g *group) nextDeadline() time.Time {
+func (g *group) nextDeadline(retention time.Duration) time.Time {
 	var next time.Time
 	consider := func(t time.Time) {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
@@ -271,6 +271,9 @@ func (g *group) nextDeadline() time.Time {
 	}
 	for _, m := range g.members {
 		consider(m.heartbeatDeadline)
+	}
+	if g.state == Empty && len(g.members) == 0 && !g.emptySince.IsZero() {
+		consider(g.emptySince.Add(retention))
 	}
 	return next
 }

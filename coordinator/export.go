@@ -152,7 +152,7 @@ func (c *Coordinator) Restore(now time.Time, states []GroupState) (Output, error
 		c.touch(g)
 		switch {
 		case len(g.members) == 0:
-			g.state = Empty
+			g.state, g.emptySince = Empty, now
 			g.protocol, g.serverSide = "", false
 		case gs.State == Stable.String():
 			g.state, g.prevState = Stable, CompletingRebalance

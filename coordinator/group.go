@@ -130,6 +130,9 @@ type group struct {
 	cfg       *GroupConfig
 	state     State
 	prevState State
+	// emptySince is when the group last became Empty; it is forgotten
+	// EmptyGroupRetention later unless someone joins.
+	emptySince time.Time
 
 	generation   int32
 	protocolType string
@@ -182,6 +185,9 @@ func (c *Coordinator) transition(g *group, to State) {
 		panic("coordinator: group " + g.id + ": illegal transition " + g.state.String() + " -> " + to.String())
 	}
 	g.prevState, g.state = g.state, to
+	if to == Empty {
+		g.emptySince = c.now
+	}
 	c.event(Event{Kind: EventStateChanged, Group: g.id, Generation: g.generation, State: to})
 }
 

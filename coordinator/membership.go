@@ -308,6 +308,13 @@ func (c *Coordinator) removeMemberAndUpdate(g *group, m *member, reason string) 
 // tickGroup fires the group's due timers.
 func (c *Coordinator) tickGroup(g *group) {
 	now := c.now
+	if g.state == Empty && len(g.members) == 0 && !g.emptySince.IsZero() && !g.emptySince.Add(c.cfg.EmptyGroupRetention).After(now) {
+		// Retention ended: forget the group, as Kafka does when its
+		// offsets expire.
+		delete(c.groups, g.id)
+		c.event(Event{Kind: EventStateChanged, Group: g.id, Generation: g.generation, State: Dead, Detail: "retention ended"})
+		return
+	}
 	for _, id := range sortedKeys(g.pending) {
 		if !g.pending[id].After(now) {
 			// KIP-394: the member never came back with its id.

@@ -467,6 +467,14 @@ func (d *Driver) observe(e coordinator.Event) {
 			d.storm(e.Group).expiries++
 		}
 	case coordinator.EventStateChanged:
+		if e.State == coordinator.Dead {
+			delete(d.last, e.Group)
+			delete(d.storms, e.Group)
+			delete(d.assignor, e.Group)
+			if d.cfg.Metrics != nil {
+				d.cfg.Metrics.GroupRemoved(e.Group)
+			}
+		}
 		if e.State == coordinator.Stable && d.cfg.Persist != nil {
 			d.cfg.Persist(d.coord.Export())
 		}
