@@ -38,6 +38,10 @@ const (
 type slot struct {
 	key, version int16
 	corr         int32
+	// start is when the request was read, for the latency OnRequest
+	// reports; local is set when the interceptor answered it.
+	start time.Time
+	local bool
 	// onResponse is the interceptor's transformation of the upstream
 	// response; set before the slot is sent upstream.
 	onResponse func(kmsg.Response) kmsg.Response
@@ -251,7 +255,7 @@ func (c *conn) maybeStreamRequest() (bool, error) {
 		}
 	}
 	if key != 0 || acks != 0 {
-		s = &slot{key: key, version: version, corr: hdr.CorrelationID}
+		s = &slot{key: key, version: version, corr: hdr.CorrelationID, start: time.Now()}
 		if err := c.enqueue(s); err != nil {
 			return false, err
 		}
@@ -346,7 +350,7 @@ func (c *conn) handle(fr []byte) error {
 		}
 		c.p.opts.OnFetchRack(c.info, clientID, req.Rack)
 	}
-	s := &slot{key: key, version: version, corr: hdr.CorrelationID}
+	s := &slot{key: key, version: version, corr: hdr.CorrelationID, start: time.Now()}
 	if ic := c.p.opts.Interceptor; ic != nil && ic.Intercepts(key) {
 		owned := bytes.Clone(fr)
 		req := kmsg.RequestForKey(key)
@@ -371,6 +375,9 @@ func (c *conn) enqueue(s *slot) error { return c.q.push(s) }
 // complete hands s's answer to the response queue, closing the connection
 // when the answer is an error or cannot be written.
 func (c *conn) complete(s *slot, resp []byte, err error) {
+	if on := c.p.opts.OnRequest; on != nil && err == nil {
+		on(s.key, s.local, time.Since(s.start))
+	}
 	if err := c.q.complete(s, resp, err); err != nil {
 		c.close(err)
 	}
@@ -423,6 +430,7 @@ func (c *conn) intercept(s *slot, hdr frame.RequestHeader, req kmsg.Request, fr 
 			return
 		}
 		d.Respond.SetVersion(s.version)
+		s.local = true
 		c.complete(s, encodeResponse(nil, s.corr, d.Respond), nil)
 		return
 	case d.Forward != nil:

@@ -115,6 +115,12 @@ type Options struct {
 	// may answer them itself.
 	Interceptor Interceptor
 
+	// OnRequest, when set, is called once per answered client request
+	// with its API key, whether the interceptor answered it locally, and
+	// the time from reading it to queueing its answer (responses streamed
+	// straight through are not reported). It must not block.
+	OnRequest func(key int16, local bool, d time.Duration)
+
 	// Listen, when set, opens the TCP listener for an address (before TLS
 	// is layered on). The daemon uses it to hand over listeners it bound
 	// at the very start, so that clients reconnecting during a restart

@@ -218,8 +218,11 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 		MetadataRefresh: cfg.Upstream.MetadataRefresh,
 		Interceptor:     gw,
 		OnFetchRack:     racks.Record,
-		Listen:          d.prebound.take,
-		Logger:          log,
+		OnRequest: func(key int16, local bool, d time.Duration) {
+			m.ProxiedRequest(kmsg.NameForKey(key), local, d)
+		},
+		Listen: d.prebound.take,
+		Logger: log,
 	}); err != nil {
 		return d, err
 	}

@@ -203,8 +203,16 @@ func TestServe_GatewayAssignsWithTheConfiguredPlugin(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), `wasmassign_rebalances_total{assignor="roundrobin",rebalance_protocol="eager"}`) {
-		t.Errorf("/metrics lacks the rebalance counter:\n%s", tail(string(body), 20))
+	for _, want := range []string{
+		`wasmassign_rebalances_total{assignor="roundrobin",rebalance_protocol="eager"}`,
+		`wasmassign_group_members{group="ranked-orders"} 2`,
+		`wasmassign_proxy_requests_total{answered="local",api="JoinGroup"}`,
+		`wasmassign_proxy_requests_total{answered="upstream",api="Fetch"}`,
+		`wasmassign_plugin_call_duration_seconds_count{assignor="roundrobin"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	if code := d.stop(); code != 0 {
 		t.Errorf("serve exited %d after SIGTERM-like cancel, want 0", code)
