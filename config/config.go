@@ -64,6 +64,9 @@ type Server struct {
 	// AdminListen is the address of the admin and metrics HTTP server;
 	// empty disables it.
 	AdminListen string
+	// AdminToken, when set, is the bearer token the admin API requires on
+	// every route but /healthz.
+	AdminToken string
 	// StateDir is where group state is kept across restarts; empty keeps it
 	// in memory only.
 	StateDir string
@@ -311,6 +314,7 @@ type file struct {
 		TLSKey         string         `toml:"tls_key"`
 		MaxFrameBytes  *int64         `toml:"max_frame_bytes"`
 		GroupRetention *string        `toml:"empty_group_retention"`
+		AdminToken     string         `toml:"admin_token"`
 	} `toml:"server"`
 	Upstream struct {
 		Brokers         []string `toml:"brokers"`
@@ -413,6 +417,7 @@ func (c *Config) server(f *file, dir string) error {
 			s.BrokerPorts[node] = port
 		}
 	}
+	s.AdminToken = f.Server.AdminToken
 	s.StateDir = resolve(dir, f.Server.StateDir)
 	s.TLSCert = resolve(dir, f.Server.TLSCert)
 	s.TLSKey = resolve(dir, f.Server.TLSKey)

@@ -58,3 +58,13 @@ func TestGroups_UnreachableAdminNamesTheAddress(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+func TestServe_AdminTokenGuardsTheAPI(t *testing.T) {
+	d := startServe(t, strings.Replace(serveConfig, `admin_listen = "127.0.0.1:0"`, "admin_listen = \"127.0.0.1:0\"\nadmin_token = \"s3cret\"", 1))
+	if code, _, stderr := wasmassign(t, "plugins", "--admin", d.admin, "--token", ""); code != 1 || !strings.Contains(stderr, "401") {
+		t.Errorf("without the token: exit %d, stderr %q", code, stderr)
+	}
+	if code, out, stderr := wasmassign(t, "plugins", "--admin", d.admin, "--token", "s3cret"); code != 0 || !strings.Contains(out, "roundrobin") {
+		t.Errorf("with the token: exit %d\n%s%s", code, out, stderr)
+	}
+}

@@ -250,7 +250,10 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 	}
 	if d.adminLn != nil {
 		src := &adminSource{d: d}
-		h := admin.NewHandler(src, admin.Options{Metrics: promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}), Logger: log})
+		if cfg.Server.AdminToken == "" && !admin.IsLoopback(cfg.Server.AdminListen) {
+			log.Warn("the admin API listens beyond loopback without a token; set [server] admin_token", "admin_listen", cfg.Server.AdminListen)
+		}
+		h := admin.NewHandler(src, admin.Options{Token: cfg.Server.AdminToken, Metrics: promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}), Logger: log})
 		go admin.Serve(runCtx, d.adminLn, h, log)
 	}
 	return d, nil
