@@ -64,6 +64,9 @@ type Server struct {
 	// AdminListen is the address of the admin and metrics HTTP server;
 	// empty disables it.
 	AdminListen string
+	// MetricsGroupCap bounds the distinct group label values of per-group
+	// metrics; later groups are summed under "_other".
+	MetricsGroupCap int
 	// AdminToken, when set, is the bearer token the admin API requires on
 	// every route but /healthz.
 	AdminToken string
@@ -315,6 +318,7 @@ type file struct {
 		MaxFrameBytes  *int64         `toml:"max_frame_bytes"`
 		GroupRetention *string        `toml:"empty_group_retention"`
 		AdminToken     string         `toml:"admin_token"`
+		MetricsCap     *int           `toml:"metrics_group_cap"`
 	} `toml:"server"`
 	Upstream struct {
 		Brokers         []string `toml:"brokers"`
@@ -418,6 +422,13 @@ func (c *Config) server(f *file, dir string) error {
 		}
 	}
 	s.AdminToken = f.Server.AdminToken
+	s.MetricsGroupCap = 500
+	if f.Server.MetricsCap != nil {
+		s.MetricsGroupCap = *f.Server.MetricsCap
+	}
+	if s.MetricsGroupCap < 1 {
+		return c.errorf("server.metrics_group_cap", "%d must be at least 1", s.MetricsGroupCap)
+	}
 	s.StateDir = resolve(dir, f.Server.StateDir)
 	s.TLSCert = resolve(dir, f.Server.TLSCert)
 	s.TLSKey = resolve(dir, f.Server.TLSKey)

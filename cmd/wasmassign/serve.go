@@ -146,7 +146,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := metrics.New(promReg, 0)
+	m := metrics.New(promReg, cfg.Server.MetricsGroupCap)
 	d.metrics = m
 	if cfg.Plugins.Dir != "" {
 		d.reloader = pluginreload.New(pluginreload.Options{
