@@ -161,6 +161,7 @@ func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Respo
 		final, withheld = handover.Withhold(js.req, target)
 	}
 	local, known := rackLocality(js.req, final)
+	unassigned := countUnassigned(js.req, final)
 	byMember := make(map[int32]*abi.MemberAssignment, len(final.Members))
 	for i := range final.Members {
 		byMember[final.Members[i].Member] = &final.Members[i]
@@ -200,7 +201,7 @@ func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Respo
 	// every follow-up withhold again, a rebalance storm; after a few rounds
 	// the coordinator leaves the next one to the clients.
 	g.followUp = withheld > 0 && g.followUpStreak <= maxFollowUps
-	c.event(Event{Kind: EventAssignmentCompleted, Group: g.id, Generation: g.generation, Detail: js.chain[min(js.attempt, len(js.chain)-1)], N: withheld, Moved: moved, Attempt: js.attempt, Members: len(g.members), Cooperative: js.req.RebalanceProtocol == abi.Cooperative, RackLocal: local, RackKnown: known})
+	c.event(Event{Kind: EventAssignmentCompleted, Group: g.id, Generation: g.generation, Detail: js.chain[min(js.attempt, len(js.chain)-1)], N: withheld, Moved: moved, Attempt: js.attempt, Members: len(g.members), Cooperative: js.req.RebalanceProtocol == abi.Cooperative, RackLocal: local, RackKnown: known, Unassigned: unassigned})
 	c.becomeStable(g)
 }
 
@@ -571,4 +572,29 @@ func rackLocality(req *abi.Request, resp *abi.Response) (local, known int) {
 		}
 	}
 	return local, known
+}
+
+// countUnassigned counts the partitions of subscribed, existing topics that
+// resp gives nobody: partitions withheld for a KIP-429 handover, and any an
+// assignor that may leave partitions unassigned left out. resp has been
+// validated, so no partition is counted twice.
+func countUnassigned(req *abi.Request, resp *abi.Response) int {
+	subscribed := make([]bool, len(req.Topics))
+	total := 0
+	for _, m := range req.Members {
+		for _, t := range m.Topics {
+			if t >= 0 && int(t) < len(subscribed) && !subscribed[t] && req.Topics[t].Exists {
+				subscribed[t] = true
+				total += int(req.Topics[t].PartitionCount)
+			}
+		}
+	}
+	for _, ma := range resp.Members {
+		for _, tp := range ma.Partitions {
+			if tp.Topic >= 0 && int(tp.Topic) < len(subscribed) && subscribed[tp.Topic] {
+				total -= len(tp.Partitions)
+			}
+		}
+	}
+	return max(total, 0)
 }

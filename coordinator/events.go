@@ -49,6 +49,9 @@ type Event struct {
 	// assigned partitions with a replica in their member's rack, among
 	// those whose member and replicas have known racks.
 	RackLocal, RackKnown int
+	// Unassigned, on EventAssignmentCompleted, counts subscribed partitions
+	// no member received (withheld ones included).
+	Unassigned int
 }
 
 func (c *Coordinator) event(e Event) { c.out.Events = append(c.out.Events, e) }

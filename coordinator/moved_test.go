@@ -63,3 +63,19 @@ func TestRackLocality_CountsPartitionsWithAReplicaInTheMembersRack(t *testing.T)
 		t.Errorf("without broker racks: local %d of %d, want 0 of 0", local, known)
 	}
 }
+
+func TestCountUnassigned_CountsSubscribedPartitionsNobodyGot(t *testing.T) {
+	req := &abi.Request{
+		Topics:  []abi.Topic{{Name: "a", Exists: true, PartitionCount: 3}, {Name: "b", Exists: true, PartitionCount: 2}, {Name: "gone"}, {Name: "c", Exists: true, PartitionCount: 5}},
+		Members: []abi.Member{{MemberID: "m0", Topics: []int32{0, 2}}, {MemberID: "m1", Topics: []int32{0, 1}}},
+	}
+	resp := &abi.Response{Members: []abi.MemberAssignment{
+		{Member: 0, Partitions: []abi.TopicPartitions{{Topic: 0, Partitions: []int32{0, 1}}}},
+		{Member: 1, Partitions: []abi.TopicPartitions{{Topic: 1, Partitions: []int32{1}}}},
+	}}
+	// a has 3 and b 2 subscribed partitions (c nobody subscribes to, gone
+	// does not exist); 3 were given out.
+	if got := countUnassigned(req, resp); got != 2 {
+		t.Errorf("unassigned %d, want 2", got)
+	}
+}

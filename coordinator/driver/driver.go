@@ -456,7 +456,7 @@ func (d *Driver) observe(e coordinator.Event) {
 		if d.cfg.Metrics != nil {
 			d.cfg.Metrics.RebalanceDone(metrics.Rebalance{
 				Group: e.Group, Generation: e.Generation, Assignor: r.Assignor, Cooperative: e.Cooperative,
-				Duration: r.Duration, Members: e.Members, Moved: r.Moved, Withheld: r.Withheld, Unassigned: r.Withheld,
+				Duration: r.Duration, Members: e.Members, Moved: r.Moved, Withheld: r.Withheld, Unassigned: e.Unassigned,
 				RackLocal: e.RackLocal, RackKnown: e.RackKnown,
 			})
 		}
