@@ -12,7 +12,7 @@ APT_PKGS := wabt clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
 BENCHTIME ?= 1x
 KAFKA_VERSION ?= 4.4.0
 
-.PHONY: all build plugins testdata tools e2e-tools kafka-cache test vet bench run clean FORCE
+.PHONY: all build plugins testdata tools e2e-tools kafka-cache test vet bench bench-gateway run clean FORCE
 
 all: build
 
@@ -76,6 +76,10 @@ test: build testdata sdk-kits sdk-test-artefacts rust vet kafka-cache e2e-tools
 bench: build testdata
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
 	cd sdk/go && $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
+
+## bench-gateway: issue 5's benchmarks: rebalance latency, paused partitions and throughput, gateway vs kfake direct.
+bench-gateway: build
+	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -run '^$$' -bench Gateway -benchtime 10x ./e2e/
 
 ## run: the gateway on its embedded cluster (examples/gateway.toml); Ctrl-C stops it.
 run: build

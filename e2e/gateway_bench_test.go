@@ -1,0 +1,543 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
+)
+
+// The gateway benchmarks of issue 5 (`make bench-gateway`). Each runs the
+// real `wasmassign serve` in front of an in-process kfake cluster and runs
+// the same kgo clients both through the gateway and directly against that
+// cluster (kfake's own group coordinator), alternating within one run, so
+// the reported ratios cancel out the machine's noise. Both sides have no
+// initial rebalance delay and accept short session timeouts.
+//
+//	go test ./e2e/ -run '^$' -bench Gateway -benchtime 10x
+
+const (
+	benchTopic      = "bench"
+	benchPartitions = 100
+)
+
+// benchSides names the two sides in the order of benchEnv.seeds.
+func benchSides() [2]string { return [2]string{"direct", "gateway"} }
+
+// benchEnv is a kfake cluster and a gateway daemon in front of it.
+type benchEnv struct {
+	cluster *kfake.Cluster
+	seeds   [2][]string // direct, gateway
+	pid     int         // the daemon's process id
+}
+
+// startBenchEnv starts kfake with the given extra topics seeded and a
+// daemon proxying it, both stopped by b's cleanup.
+func startBenchEnv(b *testing.B, topics ...string) *benchEnv {
+	b.Helper()
+	opts := append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(3), kfake.SeedTopics(benchPartitions, benchTopic))
+	if len(topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(6, topics...))
+	}
+	cluster, err := kfake.NewCluster(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cluster.Close)
+	cfg := fmt.Sprintf(`
+[server]
+listen = "127.0.0.1:0"
+advertised_host = "127.0.0.1"
+broker_port_base = 0
+admin_listen = "127.0.0.1:0"
+
+[upstream]
+brokers = [%s]
+metadata_refresh = "1s"
+
+[log]
+level = "warn"
+
+[[groups]]
+match = "*"
+initial_rebalance_delay = "0s"
+min_session_timeout = "100ms"
+`, tomlStrings(cluster.ListenAddrs()))
+	bootstrap, pid := startBenchDaemon(b, cfg)
+	return &benchEnv{cluster: cluster, seeds: [2][]string{cluster.ListenAddrs(), {bootstrap}}, pid: pid}
+}
+
+// startBenchDaemon runs the binary under test on configText and returns its
+// bootstrap address and process id. It is startDaemon for a *testing.B.
+func startBenchDaemon(b *testing.B, configText string) (string, int) {
+	b.Helper()
+	dir := b.TempDir()
+	cfgFile := filepath.Join(dir, "gateway.toml")
+	if err := os.WriteFile(cfgFile, []byte(configText), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	log := &syncBuffer{}
+	cmd := exec.Command(env.binary, "serve", "--config", cfgFile)
+	cmd.Stderr = log
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	b.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if b.Failed() {
+			b.Logf("daemon log:\n%s", tail(log.String(), 60))
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "wasmassign gateway listening on "); ok {
+				select {
+				case found <- a:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-found:
+		return a, cmd.Process.Pid
+	case <-exited:
+		b.Fatalf("daemon exited before announcing its address; log:\n%s", tail(log.String(), 40))
+	case <-time.After(60 * time.Second):
+		b.Fatalf("daemon did not announce its address in 60s; log:\n%s", tail(log.String(), 40))
+	}
+	return "", 0
+}
+
+// cpuTime returns the user plus system CPU time process pid has used, from
+// /proc (Linux only); ok is false where that cannot be read.
+func cpuTime(pid int) (d time.Duration, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// Fields after the parenthesised command name; utime and stime are the
+	// 14th and 15th fields of the line, in clock ticks (100 per second
+	// on every Linux Go supports).
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	var ut, st int64
+	if _, err := fmt.Sscan(f[11], &ut); err != nil {
+		return 0, false
+	}
+	if _, err := fmt.Sscan(f[12], &st); err != nil {
+		return 0, false
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond, true
+}
+
+// benchConsumer is the member configuration both sides use: heartbeats
+// every 50 ms so that members learn of a rebalance quickly.
+func benchConsumer(balancer kgo.GroupBalancer) kfakegroup.ConsumerOptions {
+	return kfakegroup.ConsumerOptions{
+		Balancers:         []kgo.GroupBalancer{balancer},
+		SessionTimeout:    3 * time.Second,
+		HeartbeatInterval: 50 * time.Millisecond,
+		RebalanceTimeout:  10 * time.Second,
+	}
+}
+
+// stableAt waits until, by their own callbacks, each of the named members
+// holds at least one partition of benchTopic, no partition has two owners,
+// every partition is owned, and all members are in the same generation.
+// It returns when the last callback before that moment ran, which is when
+// the group became stable as its members see it.
+func stableAt(ctx context.Context, rig *kfakegroup.Rig, names []string, since int) (time.Time, error) {
+	l := rig.Ledger()
+	check := func() error {
+		owned := l.Owned()
+		for _, n := range names {
+			if len(owned[n]) == 0 {
+				return fmt.Errorf("%s holds nothing", n)
+			}
+		}
+		if err := kfakegroup.NoSharedOwnership(owned); err != nil {
+			return err
+		}
+		if err := kfakegroup.Covers(owned, map[string]int32{benchTopic: benchPartitions}); err != nil {
+			return err
+		}
+		cs := rig.Consumers()
+		gen := int32(-2)
+		for _, n := range names {
+			_, g := cs[n].Joined()
+			if gen != -2 && g != gen {
+				return fmt.Errorf("members in generations %d and %d", gen, g)
+			}
+			gen = g
+		}
+		return nil
+	}
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check()
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("group not stable: %w", err)
+		case <-tick.C:
+		}
+	}
+	var last time.Time
+	for _, e := range l.Events(since) {
+		if e.At.After(last) {
+			last = e.At
+		}
+	}
+	if last.IsZero() {
+		return last, errors.New("stable without any callback")
+	}
+	return last, nil
+}
+
+// abandonAll closes every consumer of the rig at once, without commits.
+func abandonAll(rig *kfakegroup.Rig) {
+	var wg sync.WaitGroup
+	for _, c := range rig.Consumers() {
+		wg.Go(c.Abandon)
+	}
+	wg.Wait()
+}
+
+// memberNames returns m0..m(n-1).
+func memberNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("m%d", i)
+	}
+	return out
+}
+
+// startMembers starts the named consumers on rig.
+func startMembers(b *testing.B, rig *kfakegroup.Rig, names []string, o kfakegroup.ConsumerOptions) {
+	b.Helper()
+	for _, n := range names {
+		if _, err := rig.Start(n, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGatewayRebalance measures, for eager range members, the time
+// from starting 50 kgo members to the group being stable (every member
+// holding its partitions), then the time from starting a 51st member to
+// stable again, through the gateway and directly on kfake's coordinator.
+// The ratios gateway/direct have a goal of at most 1.2.
+func BenchmarkGatewayRebalance(b *testing.B) {
+	const members = 50
+	e := startBenchEnv(b)
+	names := memberNames(members)
+	var join50, join1, firstJoin, detect, finish [2]time.Duration
+	gwCPU0, okG := cpuTime(e.pid)
+	selfCPU0, okS := cpuTime(os.Getpid())
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, side := range []int{i % 2, 1 - i%2} {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			rig := kfakegroup.NewRig(e.seeds[side], fmt.Sprintf("rebalance-%s-%d", benchSides()[side], i), []string{benchTopic}, nil)
+			o := benchConsumer(kgo.RangeBalancer())
+			start := time.Now()
+			startMembers(b, rig, names, o)
+			at, err := stableAt(ctx, rig, names, 0)
+			if err != nil {
+				b.Fatalf("%s: 50 joining: %v", benchSides()[side], err)
+			}
+			join50[side] += at.Sub(start)
+
+			mark := rig.Ledger().Mark()
+			hook := &firstJoinHook{}
+			late := o
+			late.Extra = []kgo.Opt{kgo.WithHooks(hook)}
+			start = time.Now()
+			startMembers(b, rig, []string{"late"}, late)
+			at, err = stableAt(ctx, rig, append(names[:members:members], "late"), mark)
+			if err != nil {
+				b.Fatalf("%s: one joining 50: %v", benchSides()[side], err)
+			}
+			join1[side] += at.Sub(start)
+			// Split the join into the new client's start-up (until it
+			// writes its first JoinGroup), the time until the first old
+			// member revokes (it has learnt of the rebalance from a
+			// heartbeat), and the time from the last revocation to stable (JoinGroup
+			// and SyncGroup rounds), to show where a difference lies.
+			var first, last time.Time
+			for _, ev := range rig.Ledger().Events(mark) {
+				if ev.Kind == kfakegroup.Revoked {
+					if first.IsZero() {
+						first = ev.At
+					}
+					last = ev.At
+				}
+			}
+			if j := hook.at(); !first.IsZero() && !j.IsZero() {
+				firstJoin[side] += j.Sub(start)
+				detect[side] += first.Sub(j)
+				finish[side] += at.Sub(last)
+			}
+			cancel()
+			abandonAll(rig)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	// The daemon's CPU time against that of this process (kfake and every
+	// client of both sides): on a 2-core machine, contention explains much
+	// of the gateway side's extra latency.
+	if gwCPU1, ok := cpuTime(e.pid); ok && okG {
+		b.ReportMetric((gwCPU1-gwCPU0).Seconds()/n, "gateway-daemon-cpu-s/op")
+	}
+	if selfCPU1, ok := cpuTime(os.Getpid()); ok && okS {
+		b.ReportMetric((selfCPU1-selfCPU0).Seconds()/n, "bench-process-cpu-s/op")
+	}
+	for side, name := range benchSides() {
+		b.ReportMetric(firstJoin[side].Seconds()*1e3/n, name+"-join1-client-start-ms")
+		b.ReportMetric(detect[side].Seconds()*1e3/n, name+"-join1-to-first-revoke-ms")
+		b.ReportMetric(finish[side].Seconds()*1e3/n, name+"-join1-last-revoke-to-stable-ms")
+	}
+	b.ReportMetric(join50[0].Seconds()*1e3/n, "direct-join50-ms")
+	b.ReportMetric(join50[1].Seconds()*1e3/n, "gateway-join50-ms")
+	b.ReportMetric(join50[1].Seconds()/join50[0].Seconds(), "join50-ratio")
+	b.ReportMetric(join1[0].Seconds()*1e3/n, "direct-join1-ms")
+	b.ReportMetric(join1[1].Seconds()*1e3/n, "gateway-join1-ms")
+	b.ReportMetric(join1[1].Seconds()/join1[0].Seconds(), "join1-ratio")
+}
+
+// firstJoinHook records when a client first wrote a JoinGroup request.
+type firstJoinHook struct {
+	mu    sync.Mutex
+	first time.Time
+}
+
+// OnBrokerWrite implements kgo.HookBrokerWrite.
+func (h *firstJoinHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key != 11 || err != nil { // 11: JoinGroup
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.first.IsZero() {
+		h.first = time.Now()
+	}
+}
+
+func (h *firstJoinHook) at() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.first
+}
+
+// BenchmarkGatewayCooperativePause starts 10 cooperative-sticky members,
+// waits for them to be stable, then starts an 11th, and measures how long
+// partitions that end with the owner they started with were paused: from
+// an OnPartitionsRevoked or OnPartitionsLost naming one to the
+// OnPartitionsAssigned that gives it back (or to stability). The goal is 0;
+// the direct side is kfake's coordinator with the same clients. It also
+// reports the join-to-stable time of the 11th member on both sides.
+func BenchmarkGatewayCooperativePause(b *testing.B) {
+	const members = 10
+	e := startBenchEnv(b)
+	names := memberNames(members)
+	var paused, join [2]time.Duration
+	var pausedParts, moved, revoked [2]int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, side := range []int{i % 2, 1 - i%2} {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			rig := kfakegroup.NewRig(e.seeds[side], fmt.Sprintf("coop-%s-%d", benchSides()[side], i), []string{benchTopic}, nil)
+			o := benchConsumer(kgo.CooperativeStickyBalancer())
+			startMembers(b, rig, names, o)
+			if _, err := stableAt(ctx, rig, names, 0); err != nil {
+				b.Fatalf("%s: 10 joining: %v", benchSides()[side], err)
+			}
+			l := rig.Ledger()
+			before := l.Owned()
+			mark := l.Mark()
+			start := time.Now()
+			startMembers(b, rig, []string{"late"}, o)
+			at, err := stableAt(ctx, rig, append(names[:members:members], "late"), mark)
+			if err != nil {
+				b.Fatalf("%s: one joining 10: %v", benchSides()[side], err)
+			}
+			join[side] += at.Sub(start)
+			after := l.Owned()
+			unmoved := make(map[kfakegroup.TopicPartition]bool)
+			for _, tp := range kfakegroup.Unmoved(before, after) {
+				unmoved[tp] = true
+			}
+			moved[side] += benchPartitions - len(unmoved)
+			events := l.Events(mark)
+			for _, ev := range events {
+				if ev.Kind != kfakegroup.Assigned {
+					revoked[side] += len(ev.Partitions)
+				}
+			}
+			d, n := pauses(events, unmoved, at)
+			paused[side] += d
+			pausedParts[side] += n
+			cancel()
+			abandonAll(rig)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	for side, name := range benchSides() {
+		b.ReportMetric(paused[side].Seconds()*1e3/n, name+"-paused-ms")
+		b.ReportMetric(float64(pausedParts[side])/n, name+"-paused-partitions")
+		b.ReportMetric(float64(moved[side])/n, name+"-moved-partitions")
+		// Revocations of moved partitions, which cooperative members must
+		// make: evidence that the callbacks the pause is read from ran.
+		b.ReportMetric(float64(revoked[side])/n, name+"-revoked-partitions")
+		b.ReportMetric(join[side].Seconds()*1e3/n, name+"-join1-ms")
+	}
+	b.ReportMetric(join[1].Seconds()/join[0].Seconds(), "join1-ratio")
+}
+
+// pauses sums, over the unmoved partitions, the time each spent revoked or
+// lost by its owner in events, until that owner was assigned it again or,
+// failing that, until end; it also counts the partitions paused at all.
+func pauses(events []kfakegroup.Event, unmoved map[kfakegroup.TopicPartition]bool, end time.Time) (time.Duration, int) {
+	type key struct {
+		member string
+		tp     kfakegroup.TopicPartition
+	}
+	open := make(map[key]time.Time)
+	touched := make(map[kfakegroup.TopicPartition]bool)
+	var total time.Duration
+	for _, e := range events {
+		for _, tp := range e.Partitions {
+			if !unmoved[tp] {
+				continue
+			}
+			k := key{e.Member, tp}
+			switch e.Kind {
+			case kfakegroup.Revoked, kfakegroup.Lost:
+				if _, ok := open[k]; !ok {
+					open[k] = e.At
+					touched[tp] = true
+				}
+			case kfakegroup.Assigned:
+				if t, ok := open[k]; ok {
+					total += e.At.Sub(t)
+					delete(open, k)
+				}
+			}
+		}
+	}
+	for _, t := range open {
+		total += end.Sub(t)
+	}
+	return total, len(touched)
+}
+
+// BenchmarkGatewayThroughput produces then consumes the same records
+// through the gateway and directly against its upstream, alternating
+// within one run, with clients warmed up before timing, and reports both
+// rates and their ratio (goal: at least 0.95). The records are consumed
+// without a group, so this measures the data path, not the coordinator.
+func BenchmarkGatewayThroughput(b *testing.B) {
+	const (
+		records = 50_000
+		size    = 200
+	)
+	e := startBenchEnv(b, "tput-direct", "tput-gateway")
+	ctx := context.Background()
+	value := make([]byte, size)
+	produce := func(cl *kgo.Client, n int) {
+		for range n {
+			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	consume := func(cl *kgo.Client, n int) {
+		for got := 0; got < n; {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err(); err != nil {
+				b.Fatal(err)
+			}
+			got += fs.NumRecords()
+		}
+	}
+	var prods, conss [2]*kgo.Client
+	for side, name := range benchSides() {
+		topic := "tput-" + name
+		prod, err := kgo.NewClient(kgo.SeedBrokers(e.seeds[side]...), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer prod.Close()
+		cons, err := kgo.NewClient(kgo.SeedBrokers(e.seeds[side]...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cons.Close()
+		produce(prod, 1000) // warm up every connection
+		consume(cons, 1000)
+		prods[side], conss[side] = prod, cons
+	}
+	var elapsed, producing [2]time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, side := range []int{i % 2, 1 - i%2} {
+			start := time.Now()
+			produce(prods[side], records)
+			producing[side] += time.Since(start)
+			consume(conss[side], records)
+			elapsed[side] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	mb := float64(b.N) * records * size / 1e6
+	direct, gateway := mb/elapsed[0].Seconds(), mb/elapsed[1].Seconds()
+	b.ReportMetric(direct, "direct-MB/s")
+	b.ReportMetric(gateway, "gateway-MB/s")
+	b.ReportMetric(gateway/direct, "ratio")
+}
