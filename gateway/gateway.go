@@ -124,63 +124,70 @@ func (g *Gateway) local(ctx context.Context, r proxy.Request, group string) (pro
 // GROUP_NOT_EMPTY and forwards the rest itself); unmanaged groups go
 // upstream on this connection, and the answers are merged.
 func (g *Gateway) deleteGroups(ctx context.Context, r proxy.Request, req *kmsg.DeleteGroupsRequest) (proxy.Decision, error) {
-	managed, others := g.split(req.Groups)
-	if len(managed) == 0 {
-		return proxy.Decision{}, nil
+	with := func(groups []string) *kmsg.DeleteGroupsRequest {
+		c := *req
+		c.Groups = groups
+		return &c
 	}
-	mine := *req
-	mine.Groups = managed
-	resp, err := g.opt.Coordinator.Handle(ctx, client(r), &mine)
-	if err != nil {
-		return proxy.Decision{}, fmt.Errorf("DeleteGroups: %w", err)
-	}
-	local := resp.(*kmsg.DeleteGroupsResponse)
-	if len(others) == 0 {
-		return proxy.Decision{Respond: local}, nil
-	}
-	fwd := *req
-	fwd.Groups = others
-	return proxy.Decision{Forward: &fwd, OnResponse: func(up kmsg.Response) kmsg.Response {
-		u := up.(*kmsg.DeleteGroupsResponse)
-		u.Groups = append(u.Groups, local.Groups...)
-		return u
-	}}, nil
+	return splitGroups(g, ctx, r, req.Groups, with, func(up, local *kmsg.DeleteGroupsResponse) *kmsg.DeleteGroupsResponse {
+		up.Groups = append(up.Groups, local.Groups...)
+		return up
+	})
 }
 
 // describeGroups answers managed groups from the coordinator and the rest
 // upstream, one response in the order the client asked.
 func (g *Gateway) describeGroups(ctx context.Context, r proxy.Request, req *kmsg.DescribeGroupsRequest) (proxy.Decision, error) {
-	managed, others := g.split(req.Groups)
-	if len(managed) == 0 {
-		return proxy.Decision{}, nil
+	with := func(groups []string) *kmsg.DescribeGroupsRequest {
+		c := *req
+		c.Groups = groups
+		return &c
 	}
-	mine := *req
-	mine.Groups = managed
-	resp, err := g.opt.Coordinator.Handle(ctx, client(r), &mine)
-	if err != nil {
-		return proxy.Decision{}, fmt.Errorf("DescribeGroups: %w", err)
-	}
-	local := resp.(*kmsg.DescribeGroupsResponse)
-	if len(others) == 0 {
-		return proxy.Decision{Respond: local}, nil
-	}
-	fwd := *req
-	fwd.Groups = others
 	order := req.Groups
-	return proxy.Decision{Forward: &fwd, OnResponse: func(up kmsg.Response) kmsg.Response {
-		u := up.(*kmsg.DescribeGroupsResponse)
+	return splitGroups(g, ctx, r, req.Groups, with, func(up, local *kmsg.DescribeGroupsResponse) *kmsg.DescribeGroupsResponse {
 		byID := make(map[string]kmsg.DescribeGroupsResponseGroup, len(order))
-		for _, grp := range append(u.Groups, local.Groups...) {
+		for _, grp := range append(up.Groups, local.Groups...) {
 			byID[grp.Group] = grp
 		}
-		u.Groups = u.Groups[:0]
+		up.Groups = up.Groups[:0]
 		for _, id := range order {
 			if grp, ok := byID[id]; ok {
-				u.Groups = append(u.Groups, grp)
+				up.Groups = append(up.Groups, grp)
 				delete(byID, id)
 			}
 		}
-		return u
+		return up
+	})
+}
+
+// splitGroups serves a request that names several groups: the coordinator
+// answers the managed ones (with(managed)), the rest goes upstream on this
+// connection (with(others)), and merge combines the two answers. A request
+// naming no managed group passes through untouched, and one naming only
+// managed groups never goes upstream.
+func splitGroups[Req kmsg.Request, Resp kmsg.Response](g *Gateway, ctx context.Context, r proxy.Request, groups []string,
+	with func([]string) Req, merge func(up, local Resp) Resp) (proxy.Decision, error) {
+	managed, others := g.split(groups)
+	if len(managed) == 0 {
+		return proxy.Decision{}, nil
+	}
+	resp, err := g.opt.Coordinator.Handle(ctx, client(r), with(managed))
+	if err != nil {
+		return proxy.Decision{}, fmt.Errorf("%s: %w", kmsg.NameForKey(r.Req.Key()), err)
+	}
+	local, ok := resp.(Resp)
+	if !ok {
+		return proxy.Decision{}, fmt.Errorf("%s: the coordinator answered with a %s", kmsg.NameForKey(r.Req.Key()), kmsg.NameForKey(resp.Key()))
+	}
+	if len(others) == 0 {
+		return proxy.Decision{Respond: local}, nil
+	}
+	return proxy.Decision{Forward: with(others), OnResponse: func(up kmsg.Response) kmsg.Response {
+		u, ok := up.(Resp)
+		if !ok {
+			return up
+		}
+		return merge(u, local)
 	}}, nil
 }
 
