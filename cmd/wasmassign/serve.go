@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -25,8 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/wasmassign/wasmassign/admin"
 	"github.com/wasmassign/wasmassign/config"
 	"github.com/wasmassign/wasmassign/coordinator"
@@ -122,11 +118,13 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 		log.Info("embedded cluster started", "brokers", brokers)
 	}
 
-	clientOpts, err := upstreamOpts(cfg.Upstream)
+	// TLS toward clients and the upstream, and SASL for the gateway's own
+	// connections, as the configuration says.
+	popts, err := proxy.FromConfig(cfg)
 	if err != nil {
 		return d, usageError{err}
 	}
-	if d.client, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, clientOpts...)...); err != nil {
+	if d.client, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, popts.ClientOpts...)...); err != nil {
 		return d, fmt.Errorf("upstream client: %w", err)
 	}
 	// Bind the listeners before the slow part of start-up (loading
@@ -202,28 +200,15 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 		Logger:      log,
 	})
 
-	var serverTLS *tls.Config
-	if cfg.Server.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.Server.TLSCert, cfg.Server.TLSKey)
-		if err != nil {
-			return d, usageError{fmt.Errorf("%s: server.tls_cert/tls_key: %w", cfg.Source, err)}
-		}
-		serverTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	popts.Client = d.client
+	popts.Interceptor = gw
+	popts.OnFetchRack = racks.Record
+	popts.OnRequest = func(key int16, local bool, d time.Duration) {
+		m.ProxiedRequest(kmsg.NameForKey(key), local, d)
 	}
-	if d.proxy, err = proxy.New(proxy.Options{
-		Server:          cfg.Server,
-		TLS:             serverTLS,
-		Client:          d.client,
-		DialUpstream:    upstreamDialer(cfg.Upstream),
-		MetadataRefresh: cfg.Upstream.MetadataRefresh,
-		Interceptor:     gw,
-		OnFetchRack:     racks.Record,
-		OnRequest: func(key int16, local bool, d time.Duration) {
-			m.ProxiedRequest(kmsg.NameForKey(key), local, d)
-		},
-		Listen: d.prebound.take,
-		Logger: log,
-	}); err != nil {
+	popts.Listen = d.prebound.take
+	popts.Logger = log
+	if d.proxy, err = proxy.New(popts); err != nil {
 		return d, err
 	}
 	if err := d.proxy.Start(ctx); err != nil {
@@ -488,57 +473,6 @@ func (p pluginSet) Assign(ctx context.Context, name string, req *abi.Request) (*
 		return nil, fmt.Errorf("no loaded plugin provides assignor %q", name)
 	}
 	return a.Assign(ctx, req)
-}
-
-// upstreamOpts are the gateway's own client options: TLS and SASL.
-func upstreamOpts(u config.Upstream) ([]kgo.Opt, error) {
-	var opts []kgo.Opt
-	if u.TLSCA != "" {
-		tc, err := caConfig(u.TLSCA)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, kgo.DialTLSConfig(tc))
-	}
-	switch u.SASLMechanism {
-	case "PLAIN":
-		opts = append(opts, kgo.SASL(plain.Auth{User: u.SASLUser, Pass: u.SASLPassword}.AsMechanism()))
-	case "SCRAM-SHA-256":
-		opts = append(opts, kgo.SASL(scram.Auth{User: u.SASLUser, Pass: u.SASLPassword}.AsSha256Mechanism()))
-	case "SCRAM-SHA-512":
-		opts = append(opts, kgo.SASL(scram.Auth{User: u.SASLUser, Pass: u.SASLPassword}.AsSha512Mechanism()))
-	}
-	return opts, nil
-}
-
-func caConfig(file string) (*tls.Config, error) {
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("upstream.tls_ca: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("upstream.tls_ca: %s holds no PEM certificate", file)
-	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
-}
-
-// upstreamDialer opens the per-client connections to upstream brokers,
-// over TLS when the upstream needs it.
-func upstreamDialer(u config.Upstream) func(ctx context.Context, addr string) (net.Conn, error) {
-	dialer := &net.Dialer{Timeout: 10 * time.Second}
-	if u.TLSCA == "" {
-		return func(ctx context.Context, addr string) (net.Conn, error) { return dialer.DialContext(ctx, "tcp", addr) }
-	}
-	return func(ctx context.Context, addr string) (net.Conn, error) {
-		tc, err := caConfig(u.TLSCA)
-		if err != nil {
-			return nil, err
-		}
-		host, _, _ := net.SplitHostPort(addr)
-		tc.ServerName = host
-		return (&tls.Dialer{NetDialer: dialer, Config: tc}).DialContext(ctx, "tcp", addr)
-	}
 }
 
 const stateFile = "groups.json"
