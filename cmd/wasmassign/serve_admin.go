@@ -129,9 +129,10 @@ func pluginName(file string) string {
 // Groups lists every group the coordinator holds.
 func (s *adminSource) Groups() []admin.GroupSummary {
 	var out []admin.GroupSummary
+	last := s.d.driver.LastRebalances()
 	for _, g := range s.d.driver.Export() {
 		sum := admin.GroupSummary{Group: g.Group, State: g.State, Generation: g.Generation, Members: len(g.Members)}
-		if r, ok := s.d.driver.LastRebalance(g.Group); ok {
+		if r, ok := last[g.Group]; ok {
 			sum.Assignor = r.Assignor
 		}
 		out = append(out, sum)

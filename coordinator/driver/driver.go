@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -322,6 +323,14 @@ func (d *Driver) LastRebalance(group string) (Rebalance, bool) {
 	var ok bool
 	d.do(func() { r, ok = d.last[group] })
 	return r, ok
+}
+
+// LastRebalances returns every group's latest completed rebalance, in one
+// call to the loop.
+func (d *Driver) LastRebalances() map[string]Rebalance {
+	var out map[string]Rebalance
+	d.do(func() { out = maps.Clone(d.last) })
+	return out
 }
 
 // Close stops the loop, answers waiting requests with ErrClosed, and waits
