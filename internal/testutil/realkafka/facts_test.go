@@ -165,11 +165,20 @@ func joinClassic(t *testing.T, ctx context.Context, c *Cluster, group string, v 
 		p.Name = "range"
 		p.Metadata = (&kmsg.ConsumerMemberMetadata{Topics: []string{"facts"}}).AppendTo(nil)
 		req.Protocols = append(req.Protocols, p)
-		resp, err := rc.do(ctx, req, v)
-		if err != nil {
-			t.Fatalf("JoinGroup v%d: %v", v, err)
+		// The group's __consumer_offsets partition may still be loading
+		// on a fresh broker; clients retry COORDINATOR_LOAD_IN_PROGRESS,
+		// and so does this check (a CI failure on a busy machine).
+		for {
+			resp, err := rc.do(ctx, req, v)
+			if err != nil {
+				t.Fatalf("JoinGroup v%d: %v", v, err)
+			}
+			jr := resp.(*kmsg.JoinGroupResponse)
+			if jr.ErrorCode != kerr.CoordinatorLoadInProgress.Code || ctx.Err() != nil {
+				return jr
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		return resp.(*kmsg.JoinGroupResponse)
 	}
 	first := join("")
 	if first.ErrorCode != kerr.MemberIDRequired.Code {
