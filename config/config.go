@@ -102,6 +102,11 @@ type Upstream struct {
 	Brokers []string
 	// MetadataRefresh is how often cluster metadata is refreshed.
 	MetadataRefresh time.Duration
+	// MetadataWait bounds how long a group's assignment waits for metadata
+	// of a topic its members subscribe to that the gateway has not looked
+	// up yet; it is looked up at once. 0 assigns at once, and a second
+	// rebalance follows when the metadata arrives.
+	MetadataWait time.Duration
 	// TLSCA, when set, is the PEM file of the CA that signs the upstream's
 	// certificates, and makes the gateway's connections use TLS.
 	TLSCA string
@@ -323,6 +328,7 @@ type file struct {
 	Upstream struct {
 		Brokers         []string `toml:"brokers"`
 		MetadataRefresh *string  `toml:"metadata_refresh"`
+		MetadataWait    *string  `toml:"metadata_wait"`
 		TLSCA           string   `toml:"tls_ca"`
 		SASLMechanism   string   `toml:"sasl_mechanism"`
 		SASLUser        string   `toml:"sasl_user"`
@@ -467,6 +473,12 @@ func (c *Config) upstream(f *file, dir string) error {
 	}
 	if u.MetadataRefresh < 100*time.Millisecond {
 		return c.errorf("upstream.metadata_refresh", "%v is below the minimum of 100ms", u.MetadataRefresh)
+	}
+	if u.MetadataWait, err = c.duration("upstream.metadata_wait", f.Upstream.MetadataWait, 5*time.Second); err != nil {
+		return err
+	}
+	if u.MetadataWait < 0 {
+		return c.errorf("upstream.metadata_wait", "%v is negative", u.MetadataWait)
 	}
 	u.TLSCA = resolve(dir, f.Upstream.TLSCA)
 	u.SASLMechanism, u.SASLUser, u.SASLPassword = f.Upstream.SASLMechanism, f.Upstream.SASLUser, f.Upstream.SASLPassword

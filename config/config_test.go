@@ -27,6 +27,7 @@ tls_key = ""
 [upstream]
 brokers = []
 metadata_refresh = "10s"
+metadata_wait = "2s"
 tls_ca = ""
 sasl_mechanism = ""
 sasl_user = ""
@@ -70,7 +71,7 @@ func TestParse_DocumentedExample(t *testing.T) {
 	if got := c.Upstream.Embedded.Topics; len(got) != 1 || got[0] != (TopicSpec{"demo", 6, 1}) {
 		t.Errorf("topics %+v", got)
 	}
-	if c.Upstream.BrokerRacks[0] != "az-a" || c.Upstream.MetadataRefresh != 10*time.Second {
+	if c.Upstream.BrokerRacks[0] != "az-a" || c.Upstream.MetadataRefresh != 10*time.Second || c.Upstream.MetadataWait != 2*time.Second {
 		t.Errorf("upstream %+v", c.Upstream)
 	}
 	if c.Plugins.Dir != "/etc/wasmassign/plugins.d" || c.Server.StateDir != "/etc/wasmassign/state" {
@@ -121,6 +122,7 @@ func TestParse_BadInputNamesFileAndKey(t *testing.T) {
 		{"zero timeout", "[plugins]\ntimeout = \"0s\"", "plugins.timeout", "positive"},
 		{"memory too big", "[plugins]\nmemory_limit_mb = 8192", "plugins.memory_limit_mb", "out of range"},
 		{"tls cert alone", "[server]\ntls_cert = \"c.pem\"", "server.tls_cert", "together"},
+		{"negative metadata wait", "[upstream]\nmetadata_wait = \"-1s\"", "upstream.metadata_wait", "negative"},
 		{"bad sasl", "[upstream]\nsasl_mechanism = \"GSSAPI\"", "upstream.sasl_mechanism", "GSSAPI"},
 		{"sasl without user", "[upstream]\nsasl_mechanism = \"PLAIN\"", "upstream.sasl_user", "required"},
 		{"bad topic spec", "[upstream.embedded]\ntopics = [\"demo\"]", "upstream.embedded.topics[0]", "name:partitions"},

@@ -126,6 +126,12 @@ type Config struct {
 	// DefaultEmptyGroupRetention. Committed offsets live upstream and are
 	// not affected.
 	EmptyGroupRetention time.Duration
+	// MetadataWait is how long a server-side group's assignment may wait
+	// for metadata of subscribed topics that no SetMetadata has covered yet
+	// (see Metadata.Covered). Without it, a new group's first assignment
+	// would see those topics as absent and a second rebalance would follow
+	// as soon as their metadata arrived. Zero means no waiting.
+	MetadataWait time.Duration
 
 	defaultGroup *GroupConfig
 	groups       map[string]*GroupConfig

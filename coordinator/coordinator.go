@@ -68,6 +68,9 @@ type Output struct {
 	Forwards []Forward
 	Jobs     []Job
 	Events   []Event
+	// NeedMetadata lists subscribed topics that an assignment waits for
+	// (Config.MetadataWait): the driver should look them up at once.
+	NeedMetadata []string
 	// NextDeadline is when the driver must call Tick next; zero when no timer
 	// is armed.
 	NextDeadline time.Time
@@ -86,6 +89,8 @@ type Coordinator struct {
 	idCount uint64
 	nextJob uint64
 	jobs    map[uint64]*jobState
+	// covered holds every topic some SetMetadata looked up, present or not.
+	covered map[string]bool
 
 	// timers holds each group's next deadline; entries that no longer match
 	// their group's deadline are skipped when they surface.
@@ -110,6 +115,7 @@ func New(cfg Config, idSeed uint64) (*Coordinator, error) {
 		groups:  make(map[string]*group),
 		idSeed:  idSeed,
 		jobs:    make(map[uint64]*jobState),
+		covered: make(map[string]bool),
 		touched: make(map[*group]bool),
 	}, nil
 }
@@ -266,6 +272,7 @@ func (g *group) nextDeadline(retention time.Duration) time.Time {
 	}
 	consider(g.joinDeadline)
 	consider(g.syncDeadline)
+	consider(g.metadataDeadline)
 	for _, t := range g.pending {
 		consider(t)
 	}

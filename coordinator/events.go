@@ -29,6 +29,9 @@ const (
 	EventStaleAssignment
 	// EventMetadataChanged: subscribed topic metadata changed under a group.
 	EventMetadataChanged
+	// EventMetadataAwaited: the group's assignment waits for metadata of
+	// the topics in Detail (comma-separated), at most Config.MetadataWait.
+	EventMetadataAwaited
 )
 
 // Event is one observable change.

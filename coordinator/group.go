@@ -156,6 +156,9 @@ type group struct {
 	// coordinator's heap.
 	deadline time.Time
 
+	// metadataDeadline is when an assignment that waits for metadata
+	// (Config.MetadataWait) starts anyway; zero when none waits.
+	metadataDeadline time.Time
 	// job is the outstanding assignment job, 0 when none.
 	job uint64
 	// followUp is set when this generation withheld partitions: once every

@@ -51,16 +51,18 @@ var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 // harness is a driver with a fake clock: it collects replies, runs jobs on
 // request and fires timers as time advances.
 type harness struct {
-	t         testing.TB
-	c         *Coordinator
-	now       time.Time
-	nextID    RequestID
-	replies   map[RequestID]kmsg.Response
-	forwards  map[RequestID]Forward
-	jobs      []Job
-	events    []Event
-	deadline  time.Time
-	assignors map[string]assignFunc
+	t        testing.TB
+	c        *Coordinator
+	now      time.Time
+	nextID   RequestID
+	replies  map[RequestID]kmsg.Response
+	forwards map[RequestID]Forward
+	jobs     []Job
+	events   []Event
+	// needMetadata collects every Output.NeedMetadata.
+	needMetadata []string
+	deadline     time.Time
+	assignors    map[string]assignFunc
 	// autoJobs runs every job as soon as it is issued.
 	autoJobs bool
 }
@@ -88,6 +90,7 @@ func (h *harness) absorb(out Output) {
 		h.forwards[f.ID] = f
 	}
 	h.events = append(h.events, out.Events...)
+	h.needMetadata = append(h.needMetadata, out.NeedMetadata...)
 	h.deadline = out.NextDeadline
 	h.jobs = append(h.jobs, out.Jobs...)
 	if h.autoJobs {

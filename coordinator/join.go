@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -394,6 +395,7 @@ func (c *Coordinator) prepareRebalance(g *group, reason string) {
 		c.failSyncs(g, kerr.RebalanceInProgress.Code)
 	}
 	g.job = 0
+	g.metadataDeadline = time.Time{}
 	g.followUp = false
 	clear(g.pendingSync)
 	g.syncDeadline = time.Time{}
@@ -484,7 +486,14 @@ func (c *Coordinator) completeJoin(g *group) {
 		g.pendingSync[m.id] = true
 	}
 	g.syncDeadline = c.now.Add(g.rebalanceTimeout())
-	if g.serverSide {
-		c.startAssignment(g)
+	if !g.serverSide {
+		return
 	}
+	if missing := c.uncovered(g); len(missing) > 0 && c.cfg.MetadataWait > 0 {
+		g.metadataDeadline = c.now.Add(c.cfg.MetadataWait)
+		c.out.NeedMetadata = append(c.out.NeedMetadata, missing...)
+		c.event(Event{Kind: EventMetadataAwaited, Group: g.id, Generation: g.generation, Detail: strings.Join(missing, ",")})
+		return
+	}
+	c.startAssignment(g)
 }

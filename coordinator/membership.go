@@ -347,6 +347,14 @@ func (c *Coordinator) tickGroup(g *group) {
 			c.completeJoin(g)
 		}
 	}
+	if !g.metadataDeadline.IsZero() && !g.metadataDeadline.After(now) {
+		// The metadata did not come in time: assign from what is known, and
+		// let the metadata watch rebalance when it arrives.
+		g.metadataDeadline = time.Time{}
+		if g.state == CompletingRebalance && g.job == 0 {
+			c.startAssignment(g)
+		}
+	}
 	if !g.syncDeadline.IsZero() && !g.syncDeadline.After(now) {
 		g.syncDeadline = time.Time{}
 		if (g.state == CompletingRebalance || g.state == Stable) && len(g.pendingSync) > 0 {

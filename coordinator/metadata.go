@@ -13,6 +13,11 @@ import (
 type Metadata struct {
 	Brokers []Broker
 	Topics  map[string]TopicMetadata
+	// Covered names topics this update looked up besides those in Topics:
+	// asked about and found absent. Together with Topics it tells a topic
+	// known to be absent from one never looked up, for which an assignment
+	// may wait (Config.MetadataWait).
+	Covered []string
 }
 
 // Broker is one broker and its rack ("" when none).
@@ -43,9 +48,24 @@ func (c *Coordinator) SetMetadata(now time.Time, md *Metadata) Output {
 	c.begin(now)
 	c.meta = md
 	c.place = nil
+	if md != nil {
+		for t := range md.Topics {
+			c.covered[t] = true
+		}
+		for _, t := range md.Covered {
+			c.covered[t] = true
+		}
+	}
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
 		c.touch(g)
+		if !g.metadataDeadline.IsZero() {
+			if g.state == CompletingRebalance && g.job == 0 && len(c.uncovered(g)) == 0 {
+				g.metadataDeadline = time.Time{}
+				c.startAssignment(g)
+			}
+			continue
+		}
 		if !g.serverSide || (g.state != Stable && g.state != CompletingRebalance) {
 			continue
 		}
@@ -77,6 +97,20 @@ func (c *Coordinator) RefreshRacks(now time.Time) Output {
 		}
 	}
 	return c.finish()
+}
+
+// uncovered returns g's subscribed topics that no metadata update has
+// covered, sorted.
+func (c *Coordinator) uncovered(g *group) []string {
+	set := make(map[string]bool)
+	for _, m := range g.members {
+		for _, t := range subscribedTopics(m, g.protocol) {
+			if !c.covered[t] {
+				set[t] = true
+			}
+		}
+	}
+	return sortedKeys(set)
 }
 
 // SubscribedTopics returns every topic a server-side group subscribes to,

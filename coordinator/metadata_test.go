@@ -1,7 +1,9 @@
 package coordinator
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -199,5 +201,69 @@ func TestConfig_PerGroupConfigOverridesTheDefault(t *testing.T) {
 	}
 	if got := h.c.SubscribedTopics(); len(got) != 1 || got[0] != "t" {
 		t.Fatalf("subscribed topics %v", got)
+	}
+}
+
+func TestMetadataWait_FirstAssignmentWaitsForTopicsNeverLookedUp(t *testing.T) {
+	const wait = 5 * time.Second
+	tests := []struct {
+		name string
+		wait time.Duration
+		// before is the metadata set before the member joins; nil for none.
+		before *Metadata
+		// arriveAfter is when metadata with "t" arrives after the join
+		// completes; negative for never.
+		arriveAfter time.Duration
+		// wantWaited: the assignment was held for metadata.
+		wantWaited bool
+		// wantGeneration is the group's generation once everything settled:
+		// 1 when the first assignment saw "t", 2 when a second rebalance
+		// had to follow.
+		wantGeneration int32
+	}{
+		{name: "held until the metadata arrives", wait: wait, arriveAfter: time.Second, wantWaited: true, wantGeneration: 1},
+		{name: "assigned when the wait ends, rebalanced on arrival", wait: wait, arriveAfter: 2 * wait, wantWaited: true, wantGeneration: 2},
+		{name: "no waiting configured", arriveAfter: time.Second, wantGeneration: 2},
+		{name: "a topic looked up and found absent is not waited for", wait: wait, before: &Metadata{Topics: map[string]TopicMetadata{}, Covered: []string{"t"}}, arriveAfter: time.Second, wantGeneration: 2},
+		{name: "a topic already known is not waited for", wait: wait, before: meta(map[string]int{"t": 4}), arriveAfter: -1, wantGeneration: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}, MetadataWait: tt.wait})
+			h.autoJobs = false
+			if tt.before != nil {
+				h.setMetadata(tt.before)
+			}
+			a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+			a.join()
+			h.advance(0)
+			// The member waits for its assignment in SyncGroup, where its
+			// session cannot expire.
+			a.poll()
+			a.sync()
+			waited := len(h.jobs) == 0
+			if waited != tt.wantWaited {
+				t.Fatalf("assignment held: %v, want %v (jobs %d)", waited, tt.wantWaited, len(h.jobs))
+			}
+			if waited && !slices.Equal(h.needMetadata, []string{"t"}) {
+				t.Fatalf("asked for metadata of %v, want [t]", h.needMetadata)
+			}
+			if tt.arriveAfter >= 0 {
+				h.advance(tt.arriveAfter)
+				if waited && tt.arriveAfter >= tt.wait && len(h.jobs) != 1 {
+					t.Fatalf("%d jobs after the wait ended, want 1", len(h.jobs))
+				}
+				h.setMetadata(meta(map[string]int{"t": 4}))
+			}
+			h.autoJobs = true
+			h.runJobs()
+			settle(h, a)
+			if a.generation != tt.wantGeneration {
+				t.Fatalf("generation %d, want %d", a.generation, tt.wantGeneration)
+			}
+			if count(a.held) != 4 {
+				t.Fatalf("a holds %v, want all 4 partitions of t", a.held)
+			}
+		})
 	}
 }

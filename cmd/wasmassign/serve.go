@@ -169,7 +169,7 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 		return d, err
 	}
 	racks := gateway.NewFetchRacks()
-	ccfg := coordinator.Config{Assignors: plugins, Racks: racks, EmptyGroupRetention: cfg.Server.EmptyGroupRetention}
+	ccfg := coordinator.Config{Assignors: plugins, Racks: racks, EmptyGroupRetention: cfg.Server.EmptyGroupRetention, MetadataWait: cfg.Upstream.MetadataWait}
 	for i := range cfg.Groups {
 		g := &cfg.Groups[i]
 		ccfg.Rules = append(ccfg.Rules, coordinator.GroupRule{Match: g.Matches, Config: groupConfig(g, cfg.Racks)})

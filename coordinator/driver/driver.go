@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -254,6 +255,13 @@ func (d *Driver) SetMetadata(md *coordinator.Metadata, asked []string) error {
 		for _, t := range asked {
 			d.covered[t] = true
 		}
+		if md != nil {
+			// The coordinator also needs to know which topics were looked
+			// up and found absent: an assignment waits only for the others.
+			cp := *md
+			cp.Covered = append(slices.Clone(md.Covered), asked...)
+			md = &cp
+		}
 		d.apply(d.coord.SetMetadata(d.now(), md))
 	})
 }
@@ -360,6 +368,9 @@ func (d *Driver) apply(out coordinator.Output) {
 	}
 	for _, e := range out.Events {
 		d.observe(e)
+	}
+	if len(out.NeedMetadata) > 0 && d.cfg.NeedMetadata != nil {
+		d.cfg.NeedMetadata(out.NeedMetadata)
 	}
 	d.arm(out.NextDeadline)
 }

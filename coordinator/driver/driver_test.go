@@ -122,6 +122,14 @@ type env struct {
 // has one replica, on broker p % brokers, whose rack is "r<broker>".
 func start(t *testing.T, brokers int, partitions int32) *env {
 	t.Helper()
+	return startWith(t, brokers, partitions, false)
+}
+
+// startWith is start; with lazyMetadata the driver learns the topic's
+// metadata only when it asks for it (Config.NeedMetadata), after a delay,
+// as the daemon's metadata fetch does.
+func startWith(t *testing.T, brokers int, partitions int32, lazyMetadata bool) *env {
+	t.Helper()
 	// Loading the plugins compiles them when the cache is cold, which can
 	// take seconds on a busy machine; the cluster's deadline starts after.
 	reg := registry(t)
@@ -129,14 +137,28 @@ func start(t *testing.T, brokers int, partitions int32) *env {
 	defer cancel()
 	p := plugins{reg}
 	e := &env{}
+	var md *coordinator.Metadata // set below, before any consumer starts
+	var need func([]string)
+	var wait time.Duration
+	if lazyMetadata {
+		wait = 20 * time.Second
+		need = func(topics []string) {
+			go func() {
+				time.Sleep(200 * time.Millisecond)
+				_ = e.driver.SetMetadata(md, topics)
+			}()
+		}
+	}
 	d, err := driver.Start(driver.Config{
 		Coordinator: coordinator.Config{
-			Default:   coordinator.GroupConfig{InitialRebalanceDelay: -1, MinSessionTimeout: 100 * time.Millisecond},
-			Assignors: p,
+			Default:      coordinator.GroupConfig{InitialRebalanceDelay: -1, MinSessionTimeout: 100 * time.Millisecond},
+			Assignors:    p,
+			MetadataWait: wait,
 		},
-		Assigner: p,
-		Upstream: acceptAll{},
-		Logger:   testLogger(),
+		Assigner:     p,
+		Upstream:     acceptAll{},
+		Logger:       testLogger(),
+		NeedMetadata: need,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +195,7 @@ func start(t *testing.T, brokers int, partitions int32) *env {
 			t.Fatal(err)
 		}
 	}
-	md := &coordinator.Metadata{Topics: map[string]coordinator.TopicMetadata{}}
+	md = &coordinator.Metadata{Topics: map[string]coordinator.TopicMetadata{}}
 	for i := range int32(brokers) {
 		md.Brokers = append(md.Brokers, coordinator.Broker{ID: i, Rack: fmt.Sprintf("r%d", i)})
 	}
@@ -183,8 +205,10 @@ func start(t *testing.T, brokers int, partitions int32) *env {
 		tm.Partitions = append(tm.Partitions, coordinator.PartitionMetadata{Leader: b, Replicas: []int32{b}, ISR: []int32{b}})
 	}
 	md.Topics[topic] = tm
-	if err := d.SetMetadata(md, []string{topic}); err != nil {
-		t.Fatal(err)
+	if !lazyMetadata {
+		if err := d.SetMetadata(md, []string{topic}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.rig = kfakegroup.NewRig(b.Addrs(), group, []string{topic}, testLogger())
 	return e
@@ -431,4 +455,19 @@ func TestDriver_RebalanceGroupsRebalancesOnlyMatchingGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	holding(ctx, t, l, partitions, "a")
+}
+
+func TestDriver_NewGroupsFirstAssignmentWaitsForItsTopicsMetadata(t *testing.T) {
+	const partitions = 6
+	e := startWith(t, 1, partitions, true)
+	ctx := waitCtx(t, 60*time.Second)
+	if _, err := e.rig.Start("a", kfakegroup.ConsumerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	holding(ctx, t, e.rig.Ledger(), partitions, "a")
+	for _, g := range e.driver.Export() {
+		if g.Group == group && g.Generation != 1 {
+			t.Fatalf("generation %d: the first assignment missed the topic and a second rebalance followed", g.Generation)
+		}
+	}
 }
