@@ -13,41 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/wasmassign/wasmassign/internal/testutil/hostile"
 	"github.com/wasmassign/wasmassign/proxy/frame"
 )
-
-// randomBody returns either random bytes or a kmsg-encoded default
-// request for key at version with a few bytes flipped, cut or appended,
-// which gets past the first fields into the decoders.
-func randomBody(rng *rand.Rand, key, version int16) []byte {
-	req := kmsg.RequestForKey(key)
-	if req == nil || rng.IntN(3) == 0 {
-		b := make([]byte, rng.IntN(300))
-		for i := range b {
-			b[i] = byte(rng.UintN(256))
-		}
-		return b
-	}
-	req.SetVersion(version)
-	b := req.AppendTo(nil)
-	switch rng.IntN(3) {
-	case 0:
-		for range 1 + rng.IntN(4) {
-			if len(b) > 0 {
-				b[rng.IntN(len(b))] = byte(rng.UintN(256))
-			}
-		}
-	case 1:
-		if len(b) > 0 {
-			b = b[:rng.IntN(len(b))]
-		}
-	default:
-		for range 1 + rng.IntN(20) {
-			b = append(b, byte(rng.UintN(256)))
-		}
-	}
-	return b
-}
 
 func TestProxy_RandomBytesUnderEveryKeyAndVersionLeaveAConsumingGroupServed(t *testing.T) {
 	if testing.Short() {
@@ -129,7 +97,7 @@ func testRandomBytes(t *testing.T, tweak func(*Options)) {
 					flexible := key >= 0 && key <= maxKey && e.proxy.flexFrom[key] >= 0 && v >= e.proxy.flexFrom[key]
 					b, at := frame.AppendSize(nil)
 					b = frame.AppendRequestHeader(b, frame.RequestHeader{Key: key, Version: v, CorrelationID: 1, ClientID: &cid, Flexible: flexible})
-					b = append(b, randomBody(rng, key, v)...)
+					b = append(b, hostile.Body(rng, key, v)...)
 					frame.FinishSize(b, at)
 					if rng.IntN(8) == 0 {
 						b = b[:rng.IntN(len(b))] // and hang up mid-request

@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wasmassign/wasmassign/internal/testutil/hostile"
+)
+
+const hostileConfig = `
+[server]
+listen = "127.0.0.1:0"
+advertised_host = "127.0.0.1"
+broker_port_base = 0
+admin_listen = "127.0.0.1:0"
+
+[upstream]
+metadata_refresh = "1s"
+[upstream.embedded]
+brokers = 2
+topics = ["survivors:4:1"]
+
+[[groups]]
+match = "*"
+initial_rebalance_delay = "0s"
+min_session_timeout = "1s"
+`
+
+// TestBadInput_RandomBytesUnderEveryKeyAndVersionLeaveTheDaemonServing is
+// issue 5's live test: a managed group consumes through the daemon binary
+// while malformed requests under every API key and version (one past the
+// highest, and keys kmsg does not know) arrive on the bootstrap listener and
+// on every broker listener. Group requests among them reach the coordinator.
+// The daemon must stay up, keep the group consuming, and answer a fresh
+// client afterwards.
+func TestBadInput_RandomBytesUnderEveryKeyAndVersionLeaveTheDaemonServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends a few thousand hostile requests")
+	}
+	d := startDaemon(t, t.TempDir(), hostileConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	newClient := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(d.bootstrap)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	prod := newClient(kgo.DefaultProduceTopic("survivors"))
+	cons := newClient(kgo.ConsumeTopics("survivors"), kgo.ConsumerGroup("survivors"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+
+	// The listeners to attack: bootstrap plus each advertised broker.
+	targets := []string{d.bootstrap}
+	mdResp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, prod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range mdResp.Brokers {
+		targets = append(targets, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+	}
+	if len(targets) != 3 {
+		t.Fatalf("listeners %v, want bootstrap and 2 brokers", targets)
+	}
+
+	var consumed atomic.Int64
+	consumeCtx, stopConsuming := context.WithCancel(ctx)
+	consumerDone := make(chan struct{})
+	go func() {
+		defer close(consumerDone)
+		for consumeCtx.Err() == nil {
+			consumed.Add(int64(cons.PollFetches(consumeCtx).NumRecords()))
+		}
+	}()
+	produce := func(n int) {
+		t.Helper()
+		for i := range n {
+			prod.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, nil)
+		}
+		if err := prod.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitConsumed := func(n int64) {
+		t.Helper()
+		for consumed.Load() < n && ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if got := consumed.Load(); got < n {
+			t.Fatalf("group consumed %d records, want %d", got, n)
+		}
+	}
+	produce(100)
+	waitConsumed(100)
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	const maxKnownKey = 100 // above every key Kafka defines today
+	keys := make(chan int16, maxKnownKey+2)
+	for k := int16(-1); k <= maxKnownKey; k++ {
+		keys <- k
+	}
+	close(keys)
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for key := range keys {
+				for v := int16(0); v <= hostile.MaxVersion(key)+1; v++ {
+					target := targets[rng.IntN(len(targets))]
+					nc, err := net.DialTimeout("tcp", target, 5*time.Second)
+					if err != nil {
+						t.Errorf("dial %s while under attack: %v", target, err)
+						return
+					}
+					nc.SetDeadline(time.Now().Add(200 * time.Millisecond))
+					nc.Write(hostile.Frame(rng, key, v, "hostile"))
+					var sink [512]byte
+					for {
+						if _, err := nc.Read(sink[:]); err != nil {
+							break
+						}
+					}
+					nc.Close()
+					sent.Add(1)
+				}
+			}
+		}()
+	}
+	// The group keeps consuming during the barrage.
+	produce(100)
+	wg.Wait()
+	t.Logf("sent %d hostile requests", sent.Load())
+	produce(100)
+	waitConsumed(300)
+	stopConsuming()
+	<-consumerDone
+
+	select {
+	case <-d.exited:
+		t.Fatalf("the daemon exited during the barrage: %v", d.exitErr)
+	default:
+	}
+	// Each refused connection is logged with its cause.
+	if n := strings.Count(d.log.String(), "closing client connection"); n < int(sent.Load())/10 {
+		t.Errorf("%d connections closed with a log line, for %d hostile requests", n, sent.Load())
+	}
+	// A fresh client joins the same group and is served.
+	fresh := newClient(kgo.ConsumeTopics("survivors"), kgo.ConsumerGroup("after-the-barrage"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got int
+	for got < 300 && ctx.Err() == nil {
+		got += fresh.PollFetches(ctx).NumRecords()
+	}
+	if got < 300 {
+		t.Fatalf("a fresh group read %d of 300 records after the barrage", got)
+	}
+	g, err := d.group(ctx, "after-the-barrage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.State != "Stable" || len(g.Members) != 1 {
+		t.Fatalf("fresh group is %s with %d members, want Stable with 1", g.State, len(g.Members))
+	}
+}
