@@ -59,27 +59,59 @@ type ProtocolState struct {
 func (c *Coordinator) Export() []GroupState {
 	var out []GroupState
 	for _, id := range c.sortedGroupIDs() {
-		g := c.groups[id]
-		gs := GroupState{
-			Group: g.id, State: g.state.String(), Generation: g.generation,
-			ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader,
-			ServerSide: g.serverSide, FollowUp: g.followUp, Fingerprint: g.fingerprint,
-		}
-		for _, m := range g.sortedMembers() {
-			ms := MemberState{
-				MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.host,
-				SessionTimeout: m.session, RebalanceTimeout: m.rebalance, ProtocolType: m.protocolType,
-				Assignment: slices.Clone(m.assignment), Assigned: cloneAssignment(m.assigned),
-				Held: cloneAssignment(m.held), HeldGeneration: m.heldGen, Synced: !g.pendingSync[m.id], Rack: m.rack,
-			}
-			for _, p := range m.protocols {
-				ms.Protocols = append(ms.Protocols, ProtocolState{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
-			}
-			gs.Members = append(gs.Members, ms)
-		}
-		out = append(out, gs)
+		out = append(out, exportGroup(c.groups[id]))
 	}
 	return out
+}
+
+// ExportGroup returns one group's state, as Export would; false when the
+// coordinator does not hold the group. It spares callers that want one
+// group the copy of every other group's members.
+func (c *Coordinator) ExportGroup(id string) (GroupState, bool) {
+	g, ok := c.groups[id]
+	if !ok {
+		return GroupState{}, false
+	}
+	return exportGroup(g), true
+}
+
+// Summary is a group's identity and size, without its members.
+type Summary struct {
+	Group      string
+	State      string
+	Generation int32
+	Members    int
+}
+
+// Summaries lists every group, sorted by id, without copying members.
+func (c *Coordinator) Summaries() []Summary {
+	out := make([]Summary, 0, len(c.groups))
+	for _, id := range c.sortedGroupIDs() {
+		g := c.groups[id]
+		out = append(out, Summary{Group: g.id, State: g.state.String(), Generation: g.generation, Members: len(g.members)})
+	}
+	return out
+}
+
+func exportGroup(g *group) GroupState {
+	gs := GroupState{
+		Group: g.id, State: g.state.String(), Generation: g.generation,
+		ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader,
+		ServerSide: g.serverSide, FollowUp: g.followUp, Fingerprint: g.fingerprint,
+	}
+	for _, m := range g.sortedMembers() {
+		ms := MemberState{
+			MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.host,
+			SessionTimeout: m.session, RebalanceTimeout: m.rebalance, ProtocolType: m.protocolType,
+			Assignment: slices.Clone(m.assignment), Assigned: cloneAssignment(m.assigned),
+			Held: cloneAssignment(m.held), HeldGeneration: m.heldGen, Synced: !g.pendingSync[m.id], Rack: m.rack,
+		}
+		for _, p := range m.protocols {
+			ms.Protocols = append(ms.Protocols, ProtocolState{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+		}
+		gs.Members = append(gs.Members, ms)
+	}
+	return gs
 }
 
 func cloneAssignment(a map[string][]int32) map[string][]int32 {

@@ -109,3 +109,35 @@ func TestRestore_RefusesBadState(t *testing.T) {
 		delete(c.groups, "g")
 	}
 }
+
+func TestExportGroup_AndSummariesAgreeWithExport(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	a := newSim(h, "a", "g1", []string{"range"}, []string{"t"})
+	b := newSim(h, "b", "g1", []string{"range"}, []string{"t"})
+	c := newSim(h, "c", "g2", []string{"range"}, []string{"t"})
+	settle(h, a, b, c)
+	all := h.c.Export()
+	sums := h.c.Summaries()
+	if len(all) != 2 || len(sums) != len(all) {
+		t.Fatalf("export %d groups, summaries %d, want 2 each", len(all), len(sums))
+	}
+	for i, want := range all {
+		got, ok := h.c.ExportGroup(want.Group)
+		if !ok {
+			t.Fatalf("ExportGroup(%q) found nothing", want.Group)
+		}
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(want)
+		if string(gj) != string(wj) {
+			t.Errorf("ExportGroup(%q) = %s, Export has %s", want.Group, gj, wj)
+		}
+		s := sums[i]
+		if s.Group != want.Group || s.State != want.State || s.Generation != want.Generation || s.Members != len(want.Members) {
+			t.Errorf("summary %+v disagrees with export of %s (%s, gen %d, %d members)", s, want.Group, want.State, want.Generation, len(want.Members))
+		}
+	}
+	if _, ok := h.c.ExportGroup("nope"); ok {
+		t.Error("ExportGroup found a group that does not exist")
+	}
+}

@@ -130,8 +130,8 @@ func pluginName(file string) string {
 func (s *adminSource) Groups() []admin.GroupSummary {
 	var out []admin.GroupSummary
 	last := s.d.driver.LastRebalances()
-	for _, g := range s.d.driver.Export() {
-		sum := admin.GroupSummary{Group: g.Group, State: g.State, Generation: g.Generation, Members: len(g.Members)}
+	for _, g := range s.d.driver.Summaries() {
+		sum := admin.GroupSummary{Group: g.Group, State: g.State, Generation: g.Generation, Members: g.Members}
 		if r, ok := last[g.Group]; ok {
 			sum.Assignor = r.Assignor
 		}
@@ -177,12 +177,7 @@ func (s *adminSource) GroupSVG(w io.Writer, id string) (bool, error) {
 }
 
 func (s *adminSource) state(id string) (coordinator.GroupState, bool) {
-	for _, g := range s.d.driver.Export() {
-		if g.Group == id {
-			return g, true
-		}
-	}
-	return coordinator.GroupState{}, false
+	return s.d.driver.ExportGroup(id)
 }
 
 // pictureOf turns a group's state into the request and response the

@@ -325,6 +325,21 @@ func (d *Driver) Export() []coordinator.GroupState {
 	return states
 }
 
+// ExportGroup returns one group's state; false when there is no such group.
+func (d *Driver) ExportGroup(id string) (coordinator.GroupState, bool) {
+	var g coordinator.GroupState
+	var ok bool
+	d.do(func() { g, ok = d.coord.ExportGroup(id) })
+	return g, ok
+}
+
+// Summaries lists every group without its members.
+func (d *Driver) Summaries() []coordinator.Summary {
+	var s []coordinator.Summary
+	d.do(func() { s = d.coord.Summaries() })
+	return s
+}
+
 // LastRebalance returns a group's latest completed rebalance.
 func (d *Driver) LastRebalance(group string) (Rebalance, bool) {
 	var r Rebalance
