@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -91,6 +92,9 @@ type Driver struct {
 	bg     sync.WaitGroup
 	ctx    context.Context
 	cancel context.CancelFunc
+	// rackRefresh is set while a RefreshRacks pass is queued, so that a
+	// burst of calls costs one pass.
+	rackRefresh atomic.Bool
 
 	// Owned by the loop goroutine.
 	nextID   coordinator.RequestID
@@ -263,6 +267,12 @@ func (d *Driver) SetMetadata(md *coordinator.Metadata, asked []string) error {
 			md = &cp
 		}
 		d.apply(d.coord.SetMetadata(d.now(), md))
+		// The periodic metadata refresh doubles as the fallback for
+		// RefreshRacks: a rack the RackSource learnt without anyone calling
+		// it still reaches the groups within one refresh interval.
+		if d.cfg.Coordinator.Racks != nil {
+			d.apply(d.coord.RefreshRacks(d.now()))
+		}
 	})
 }
 
@@ -301,6 +311,29 @@ func (d *Driver) RebalanceGroups(match func(group, assignor string) bool, reason
 		}
 	})
 	return groups
+}
+
+// RefreshRacks has the coordinator resolve every member's rack again
+// (coordinator.Coordinator.RefreshRacks), and rebalance server-side groups
+// in which one changed. Call it when the RackSource learns a client's
+// rack from a Fetch request: clients that send their rack only there
+// (KIP-392) fetch only once they have partitions, so their groups' first
+// assignment is made without it (SetMetadata also refreshes, so without a
+// call the rack arrives with the next metadata refresh). It does not wait,
+// so it may be called from a request path; calls made while a pass is
+// queued are merged into it.
+func (d *Driver) RefreshRacks() {
+	if !d.rackRefresh.CompareAndSwap(false, true) {
+		return
+	}
+	// Not counted in bg: it may start after Close, and do returns at once
+	// on a closed driver (the only error, and nothing is left to refresh).
+	go func() {
+		_ = d.do(func() {
+			d.rackRefresh.Store(false)
+			d.apply(d.coord.RefreshRacks(d.now()))
+		})
+	}()
 }
 
 // SubscribedTopics returns the topics whose metadata the caller must keep

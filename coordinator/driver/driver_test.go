@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,6 +116,7 @@ type env struct {
 	bridge *kfakegroup.Bridge
 	driver *driver.Driver
 	rig    *kfakegroup.Rig
+	md     *coordinator.Metadata // the cluster's metadata, as the driver has it
 }
 
 // start runs a kfake cluster of brokers brokers whose group requests for
@@ -129,6 +131,12 @@ func start(t *testing.T, brokers int, partitions int32) *env {
 // metadata only when it asks for it (Config.NeedMetadata), after a delay,
 // as the daemon's metadata fetch does.
 func startWith(t *testing.T, brokers int, partitions int32, lazyMetadata bool) *env {
+	t.Helper()
+	return startWithRacks(t, brokers, partitions, lazyMetadata, nil)
+}
+
+// startWithRacks is startWith with racks as the coordinator's RackSource.
+func startWithRacks(t *testing.T, brokers int, partitions int32, lazyMetadata bool, racks coordinator.RackSource) *env {
 	t.Helper()
 	// Loading the plugins compiles them when the cache is cold, which can
 	// take seconds on a busy machine; the cluster's deadline starts after.
@@ -154,6 +162,7 @@ func startWith(t *testing.T, brokers int, partitions int32, lazyMetadata bool) *
 			Default:      coordinator.GroupConfig{InitialRebalanceDelay: -1, MinSessionTimeout: 100 * time.Millisecond},
 			Assignors:    p,
 			MetadataWait: wait,
+			Racks:        racks,
 		},
 		Assigner:     p,
 		Upstream:     acceptAll{},
@@ -205,6 +214,7 @@ func startWith(t *testing.T, brokers int, partitions int32, lazyMetadata bool) *
 		tm.Partitions = append(tm.Partitions, coordinator.PartitionMetadata{Leader: b, Replicas: []int32{b}, ISR: []int32{b}})
 	}
 	md.Topics[topic] = tm
+	e.md = md
 	if !lazyMetadata {
 		if err := d.SetMetadata(md, []string{topic}); err != nil {
 			t.Fatal(err)
@@ -469,5 +479,96 @@ func TestDriver_NewGroupsFirstAssignmentWaitsForItsTopicsMetadata(t *testing.T) 
 		if g.Group == group && g.Generation != 1 {
 			t.Fatalf("generation %d: the first assignment missed the topic and a second rebalance followed", g.Generation)
 		}
+	}
+}
+
+// fetchRacks is a RackSource whose answers the test sets, as the gateway's
+// book of Fetch racks learns them.
+type fetchRacks struct {
+	mu    sync.Mutex
+	racks map[[2]string]string
+}
+
+func (f *fetchRacks) FetchRack(clientID, host string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.racks[[2]string{clientID, host}]
+	return r, ok
+}
+
+func (f *fetchRacks) set(clientID, host, rack string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.racks[[2]string{clientID, host}] = rack
+}
+
+func TestDriver_AFetchRackReachesAStableGroupWithOneRebalance(t *testing.T) {
+	tests := []struct {
+		name string
+		// learn tells the driver that the RackSource may know more.
+		learn func(e *env) error
+	}{
+		{name: "RefreshRacks, called in a burst", learn: func(e *env) error {
+			// As from many new connections: merged into few passes, of
+			// which only the first that sees the new rack rebalances.
+			for range 20 {
+				e.driver.RefreshRacks()
+			}
+			return nil
+		}},
+		{name: "the next metadata refresh", learn: func(e *env) error {
+			return e.driver.SetMetadata(e.md, []string{topic})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const partitions = 4
+			src := &fetchRacks{racks: map[[2]string]string{}}
+			e := startWithRacks(t, 2, partitions, false, src)
+			ctx := waitCtx(t, 30*time.Second)
+			l := e.rig.Ledger()
+			if _, err := e.rig.Start("a", kfakegroup.ConsumerOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			holding(ctx, t, l, partitions, "a")
+			stable := func() (generation int32, rack string, ok bool) {
+				g, found := e.driver.ExportGroup(group)
+				if !found || g.State != "Stable" || len(g.Members) != 1 {
+					return 0, "", false
+				}
+				return g.Generation, g.Members[0].Rack, true
+			}
+			before, rack, ok := stable()
+			if !ok || rack != "" {
+				t.Fatalf("before any Fetch rack: stable %v, rack %q; want a stable member without a rack", ok, rack)
+			}
+
+			// The handler presents every request as client "kgo" on /127.0.0.1.
+			src.set("kgo", "/127.0.0.1", "r1")
+			if err := tt.learn(e); err != nil {
+				t.Fatal(err)
+			}
+			err := kfakegroup.WaitFor(ctx, func() error {
+				gen, rack, ok := stable()
+				if !ok || gen <= before || rack != "r1" {
+					return fmt.Errorf("stable %v, generation %d, rack %q; want generation above %d with rack r1", ok, gen, rack, before)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			holding(ctx, t, l, partitions, "a")
+			// Learning again with nothing new changes nothing. (A pass
+			// delayed past the pause would make this pass vacuously, never
+			// fail wrongly.)
+			if err := tt.learn(e); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if gen, rack, ok := stable(); !ok || gen != before+1 || rack != "r1" {
+				t.Errorf("after the rack rebalance: stable %v, generation %d, rack %q; want generation %d, rack r1", ok, gen, rack, before+1)
+			}
+		})
 	}
 }
