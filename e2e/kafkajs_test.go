@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
 	"github.com/wasmassign/wasmassign/plugins/roundrobin"
 )
@@ -33,6 +35,32 @@ func needKafkajs(t *testing.T) (node, dir string) {
 	return node, dir
 }
 
+// rkKafkajsRow is the interop-matrix row of a kafkajs group offering
+// strategy in front of upstream, at the kafkajs version installed in dir.
+func rkKafkajsRow(t *testing.T, dir, strategy, upstream string) matrix.Row {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "kafkajs", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil || pkg.Version == "" {
+		t.Fatalf("no version in kafkajs's package.json (%v)", err)
+	}
+	return matrix.Row{Client: "kafkajs", Version: pkg.Version, Strategy: strategy, Upstream: upstream}
+}
+
+// rkStartKafkajs runs the kafkajs consumer script as clientID in group,
+// reading topic through bootstrap.
+func rkStartKafkajs(t *testing.T, node, dir, bootstrap, group, topic, clientID string) *consumerProc {
+	t.Helper()
+	cmd := exec.Command(node, filepath.Join(dir, "consumer.js"), bootstrap, group, topic, clientID)
+	cmd.Dir = dir
+	return startReader(t, clientID, cmd)
+}
+
 // kafkajsConfig serves js-* groups with range, whatever their members
 // offer.
 const kafkajsConfig = `
@@ -55,61 +83,24 @@ initial_rebalance_delay = "0s"
 min_session_timeout = "1s"
 `
 
-// TestKafkajs_RoundRobinGroupServedByTheConfiguredAssignor runs two
-// kafkajs 2.2.4 consumers, which offer only RoundRobinAssigner (eager).
-// The group's rule names range: the gateway answers under the name they
-// offered, and each process reads exactly what range computes, which here
-// differs from round robin. Every record is read once and the commits
-// reach the upstream.
+// TestKafkajs_RoundRobinGroupServedByTheConfiguredAssignor runs kafkajs
+// 2.2.4 consumers, which offer only RoundRobinAssigner (eager), through a
+// join, a leave and a restart (rkProcJoinLeave). The group's rule names
+// range: the gateway answers under the name they offered, and each process
+// reads exactly what range computes, which here differs from round robin.
+// Every record is read once and the commits reach the upstream.
 func TestKafkajs_RoundRobinGroupServedByTheConfiguredAssignor(t *testing.T) {
 	t.Parallel()
 	node, dir := needKafkajs(t)
-	ctx := testCtx(t, 90*time.Second)
+	matrix.Record(t, rkKafkajsRow(t, dir, "RoundRobinAssigner served by range", "kfake"))
+	ctx := testCtx(t, 120*time.Second)
 	d := startDaemon(t, t.TempDir(), kafkajsConfig)
-	cl := adminClient(t, []string{d.bootstrap})
-	pl, err := topicPlacement(ctx, cl, "orders")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const group = "js-orders"
-	var ks []*consumerProc
-	for _, id := range []string{"kafkajs-1", "kafkajs-2"} {
-		cmd := exec.Command(node, filepath.Join(dir, "consumer.js"), d.bootstrap, group, "orders", id)
-		cmd.Dir = dir
-		ks = append(ks, startReader(t, id, cmd))
-	}
-	if _, err := stableWith(ctx, d, group, 2, "orders", 6); err != nil {
-		t.Fatal(err)
-	}
-	produce(ctx, t, []string{d.bootstrap}, "orders", 300)
-	end, err := endOffsets(ctx, cl, "orders", 6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := readAllOnce(ctx, ks, end); err != nil {
-		t.Fatal(err)
-	}
-	g, err := stableWith(ctx, d, group, 2, "orders", 6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g.Protocol != "RoundRobinAssigner" || g.Assignor != "range" {
-		t.Errorf("protocol %q assignor %q; want the offered RoundRobinAssigner served by range", g.Protocol, g.Assignor)
-	}
-	want, err := expected(g, rangeassignor.Assign, pl, nil, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := adminAssignment(g); !sameAssignment(got, want) {
-		t.Errorf("gateway assigned %v; range computes %v", got, want)
-	}
-	if rr, err := expected(g, roundrobin.Assign, pl, nil, nil, 0); err != nil || sameAssignment(rr, want) {
-		t.Fatalf("round robin gives the same assignment (%v, %v): the test could not tell a relay from the gateway", rr, err)
-	}
-	checkReads(t, g, ks, "orders")
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := kfakeWait(cctx, func() error { return checkCommittedAtEnd(cctx, cl, group, "orders", 6) }); err != nil {
-		t.Error(err)
-	}
+	rkProcJoinLeave(ctx, t, d, adminClient(t, []string{d.bootstrap}), rkProcGroup{
+		group: group, topic: "orders", partitions: 6,
+		start: func(t *testing.T, id string) *consumerProc {
+			return rkStartKafkajs(t, node, dir, d.bootstrap, group, "orders", id)
+		},
+		protocol: "RoundRobinAssigner", assignor: "range", assign: rangeassignor.Assign, relayed: roundrobin.Assign,
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,8 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
+	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
 	"github.com/wasmassign/wasmassign/plugins/roundrobin"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
 // kcatConfig is rackedConfig with [[racks]] rules that place kcat
@@ -57,7 +62,9 @@ type consumerProc struct {
 	read map[[2]int64]int // (partition, offset) -> times read
 }
 
-// startKcat runs kcat as a balanced consumer of topic in group.
+// startKcat runs kcat as a balanced consumer of topic in group. kcat runs
+// without -q, so its stderr logs each rebalance it sees (rkRevokes reads
+// them).
 func startKcat(t *testing.T, kcat, bootstrap, group, clientID, strategy, topic string) *consumerProc {
 	t.Helper()
 	return startReader(t, clientID, exec.Command(kcat, "-b", bootstrap, "-G", group,
@@ -67,7 +74,7 @@ func startKcat(t *testing.T, kcat, bootstrap, group, clientID, strategy, topic s
 		"-X", "session.timeout.ms=6000",
 		"-X", "heartbeat.interval.ms=200",
 		"-X", "auto.commit.interval.ms=200",
-		"-q", "-u", "-f", "%p %o\n", topic))
+		"-u", "-f", "%p %o\n", topic))
 }
 
 // startReader runs cmd, which prints a "partition offset" line per record
@@ -241,6 +248,7 @@ func TestKcat_RacksFromRulesAndAssignmentAsConfigured(t *testing.T) {
 	wantRack := map[string]string{"kcat-a": "az-a", "kcat-b": "az-b", "kcat-c": "az-c"}
 	for _, strategy := range []string{"range", "cooperative-sticky"} {
 		t.Run(strategy, func(t *testing.T) {
+			matrix.Record(t, rkKcatRow(t, kcat, strategy, "kfake"))
 			group, topic := "kcat-"+strategy, "kcat-"+strategy
 			var ks []*consumerProc
 			for _, id := range slices.Sorted(maps.Keys(wantRack)) {
@@ -288,8 +296,9 @@ func TestKcat_RacksFromRulesAndAssignmentAsConfigured(t *testing.T) {
 				}
 			}
 			checkReads(t, g, ks, topic)
-			// kcat commits on librdkafka's auto-commit timer (not when
-			// it is stopped), so wait for the commits while it runs.
+			// librdkafka 2.0.2's auto-commit timer first fires about 5 s
+			// after the assignment, whatever auto.commit.interval.ms
+			// says (measured the same straight against a real broker).
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			if err := kfakeWait(cctx, func() error { return checkCommittedAtEnd(cctx, cl, group, topic, 6) }); err != nil {
@@ -304,50 +313,287 @@ func TestKcat_RacksFromRulesAndAssignmentAsConfigured(t *testing.T) {
 
 // TestKcat_RangeGroupServedByRoundRobin is the proof that the gateway
 // assigns: kcat consumers offer only range, the group's rule says
-// roundrobin, and each process reads exactly what roundrobin computes,
-// which for this group is not what range would give.
+// roundrobin, and through a join, a leave and a restart (rkProcJoinLeave)
+// each process reads exactly what roundrobin computes, which for this
+// group is not what range would give.
 func TestKcat_RangeGroupServedByRoundRobin(t *testing.T) {
 	t.Parallel()
 	kcat := needCommand(t, "kcat", "kcat")
-	ctx := testCtx(t, 90*time.Second)
+	matrix.Record(t, rkKcatRow(t, kcat, "range served by roundrobin", "kfake"))
+	ctx := testCtx(t, 120*time.Second)
 	d := startDaemon(t, t.TempDir(), kcatGroupsConfig())
-	cl := adminClient(t, []string{d.bootstrap})
-	pl, err := topicPlacement(ctx, cl, "events")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const group = "rr-kcat"
-	ks := []*consumerProc{
-		startKcat(t, kcat, d.bootstrap, group, "kcat-x1", "range", "events"),
-		startKcat(t, kcat, d.bootstrap, group, "kcat-x2", "range", "events"),
+	rkProcJoinLeave(ctx, t, d, adminClient(t, []string{d.bootstrap}), rkProcGroup{
+		group: group, topic: "events", partitions: 6,
+		start: func(t *testing.T, id string) *consumerProc {
+			return startKcat(t, kcat, d.bootstrap, group, id, "range", "events")
+		},
+		protocol: "range", assignor: "roundrobin", assign: roundrobin.Assign, relayed: rangeassignor.Assign,
+		commitsOnRevoke: true, brokerRacks: rackedBrokers,
+	})
+}
+
+// rkKcatRow is the interop-matrix row of a kcat group offering strategy
+// in front of upstream, at the kcat and librdkafka versions installed.
+func rkKcatRow(t *testing.T, kcat, strategy, upstream string) matrix.Row {
+	t.Helper()
+	out, err := exec.Command(kcat, "-V").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kcat -V: %v\n%s", err, out)
 	}
-	if _, err := stableWith(ctx, d, group, 2, "events", 6); err != nil {
-		t.Fatal(err)
+	m := regexp.MustCompile(`Version (\S+) .*librdkafka (\S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("kcat -V printed no version:\n%s", out)
 	}
-	produce(ctx, t, []string{d.bootstrap}, "events", 300)
-	end, err := endOffsets(ctx, cl, "events", 6)
+	return matrix.Row{Client: "kcat", Version: fmt.Sprintf("%s (librdkafka %s)", m[1], m[2]), Strategy: strategy, Upstream: upstream}
+}
+
+// rkPartitionsBetween returns the partitions k printed records of whose
+// offsets lie in [from, to): the partitions it held while those records
+// were produced and read.
+func (k *consumerProc) rkPartitionsBetween(from, to map[int32]int64) []int32 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	seen := map[int32]bool{}
+	for po := range k.read {
+		p := int32(po[0])
+		if po[1] >= from[p] && po[1] < to[p] {
+			seen[p] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// rkRevokeLine is how kcat logs a cooperative revocation to stderr.
+var rkRevokeLine = regexp.MustCompile(`rebalanced: incremental revoke of \d+ partition\(s\) \(.*\): (.*)$`)
+
+// rkRevokes returns, for every cooperative revocation kcat has logged, the
+// partitions of topic it gave up, in order.
+func (k *consumerProc) rkRevokes(topic string) [][]int32 {
+	var out [][]int32
+	item := regexp.MustCompile(`(\S+) \[(\d+)\]`)
+	for _, line := range strings.Split(k.stderr.String(), "\n") {
+		m := rkRevokeLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		var ps []int32
+		for _, it := range item.FindAllStringSubmatch(m[1], -1) {
+			if p, err := strconv.ParseInt(it[2], 10, 32); err == nil && it[1] == topic {
+				ps = append(ps, int32(p))
+			}
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// rkProcGroup describes a group of consumer processes (kcat or kafkajs)
+// for rkProcJoinLeave.
+type rkProcGroup struct {
+	group, topic string
+	partitions   int32
+	// start runs one member as clientID; the test's cleanup stops it.
+	start func(t *testing.T, clientID string) *consumerProc
+	// protocol is what the members offer and assignor the plugin the
+	// gateway serves them with; assign is that plugin's Go code and
+	// relayed, when set, the offered assignor's, which must compute
+	// something else.
+	protocol, assignor string
+	assign, relayed    func(*abi.Request) (*abi.Response, error)
+	// cooperative members report what they own, so the plugin computes
+	// from the previous generation's assignment.
+	cooperative bool
+	// revokes, when set, lists a member's cooperative revocations so far
+	// (consumerProc.rkRevokes for kcat): no member may give up a partition
+	// it holds again after the rebalance.
+	revokes func(*consumerProc) [][]int32
+	// commitsOnRevoke says the client commits what it read when it gives
+	// partitions up or closes (librdkafka does), so the test does not wait
+	// for its commit timer before a member change: a commit lost in the
+	// rebalance shows as records read twice.
+	commitsOnRevoke bool
+	brokerRacks     map[int32]string
+}
+
+// rkProcJoinLeave runs the join-and-leave scenario for processes: one
+// member, a second joins, a third joins, the first leaves, the rest stop
+// and a new one starts. Records are produced (through the gateway) once
+// each membership is stable, and before every change the test waits for
+// the commits, read through admin (straight from a real upstream), to
+// reach the end offsets (unless the client commits on revocation). After
+// every rebalance the gateway's assignment is
+// what the configured plugin computes, and each process read exactly the
+// partitions the gateway assigned it; every record is read once across the
+// whole run, so the restarted member resumed from the commits.
+func rkProcJoinLeave(ctx context.Context, t *testing.T, d *daemon, admin *kgo.Client, s rkProcGroup) {
+	t.Helper()
+	pl, err := topicPlacement(ctx, admin, s.topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := readAllOnce(ctx, ks, end); err != nil {
-		t.Fatal(err)
+	var all []*consumerProc
+	ids := 0
+	start := func() *consumerProc {
+		ids++
+		p := s.start(t, fmt.Sprintf("%s-%d", s.group, ids))
+		all = append(all, p)
+		return p
 	}
-	g, err := stableWith(ctx, d, group, 2, "events", 6)
+	// prev is the last stable assignment by client id, which cooperative
+	// members report owning in the next rebalance; marks are how many
+	// revocations each member had logged by then.
+	var prev adminGroup
+	marks := map[*consumerProc]int{}
+	// moved counts the revocations seen, so that a log format the parser
+	// no longer understands fails the test instead of passing it.
+	moved := 0
+	settle := func(g adminGroup) {
+		prev = g
+		if s.revokes != nil {
+			for _, k := range all {
+				marks[k] = len(s.revokes(k))
+			}
+		}
+	}
+	// unmovedKept checks that no member gave up, in the rebalance to g, a
+	// partition it holds in g; when a member left, nobody else gives up
+	// anything.
+	unmovedKept := func(g adminGroup, members []*consumerProc) {
+		t.Helper()
+		if s.revokes == nil {
+			return
+		}
+		left := len(members) < len(prev.Members)
+		for _, k := range members {
+			mark, ok := marks[k]
+			if !ok {
+				continue
+			}
+			for _, m := range g.Members {
+				if m.ClientID != k.clientID {
+					continue
+				}
+				for _, revoked := range s.revokes(k)[mark:] {
+					moved += len(revoked)
+					for _, p := range revoked {
+						if left || slices.Contains(m.Assignment[s.topic], p) {
+							t.Errorf("%s gave up %s/%d in the rebalance to generation %d, and holds %v after it (members %d -> %d)",
+								k.clientID, s.topic, p, g.Generation, m.Assignment[s.topic], len(prev.Members), len(members))
+						}
+					}
+				}
+			}
+		}
+	}
+	check := func(g adminGroup) {
+		t.Helper()
+		if g.Protocol != s.protocol || g.Assignor != s.assignor {
+			t.Errorf("protocol %q assignor %q; want %s served by %s", g.Protocol, g.Assignor, s.protocol, s.assignor)
+		}
+		var owned map[string][]kfakegroup.TopicPartition
+		if s.cooperative {
+			owned = map[string][]kfakegroup.TopicPartition{}
+			for _, m := range prev.Members {
+				for _, p := range m.Assignment[s.topic] {
+					owned[m.ClientID] = append(owned[m.ClientID], kfakegroup.TopicPartition{Topic: s.topic, Partition: p})
+				}
+			}
+		}
+		want, err := expected(g, s.assign, pl, s.brokerRacks, owned, prev.Generation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := adminAssignment(g); !sameAssignment(got, want) {
+			t.Errorf("gateway assigned %v; %s computes %v", got, s.assignor, want)
+		}
+		if s.relayed != nil && len(g.Members) > 1 {
+			if other, err := expected(g, s.relayed, pl, s.brokerRacks, nil, 0); err != nil || sameAssignment(other, want) {
+				t.Errorf("the offered assignor gives the same assignment (%v, %v): a relay could not be told from the gateway", other, err)
+			}
+		}
+	}
+	end, err := endOffsets(ctx, admin, s.topic, s.partitions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Protocol != "range" || g.Assignor != "roundrobin" {
-		t.Errorf("protocol %q assignor %q; want the offered range served by roundrobin", g.Protocol, g.Assignor)
+	// phase produces records for the members now in the group, waits until
+	// everything is read once, checks who read what, and waits for the
+	// commits.
+	phase := func(members []*consumerProc) {
+		t.Helper()
+		began := time.Now()
+		var stable, read time.Duration
+		defer func() {
+			t.Logf("%d member(s): stable after %v, all read after %v, done after %v",
+				len(members), stable.Round(time.Millisecond), read.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+		}()
+		g, err := stableWith(ctx, d, s.group, len(members), s.topic, int(s.partitions))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stable = time.Since(began)
+		check(g)
+		unmovedKept(g, members)
+		produce(ctx, t, []string{d.bootstrap}, s.topic, 120)
+		from := end
+		if end, err = endOffsets(ctx, admin, s.topic, s.partitions); err != nil {
+			t.Fatal(err)
+		}
+		if err := readAllOnce(ctx, all, end); err != nil {
+			t.Fatal(err)
+		}
+		read = time.Since(began)
+		if g2, err := d.group(ctx, s.group); err != nil || g2.Generation != g.Generation {
+			t.Fatalf("the group rebalanced while reading (generation %d, now %d, %v)", g.Generation, g2.Generation, err)
+		}
+		for _, k := range members {
+			var assigned []int32
+			for _, m := range g.Members {
+				if m.ClientID == k.clientID {
+					assigned = slices.Sorted(slices.Values(m.Assignment[s.topic]))
+				}
+			}
+			if got := k.rkPartitionsBetween(from, end); !slices.Equal(got, assigned) {
+				t.Errorf("%s read partitions %v; the gateway assigned it %v", k.clientID, got, assigned)
+			}
+		}
+		// A client that commits only on a timer must not have a partition
+		// handed over before its records are committed.
+		if !s.commitsOnRevoke {
+			if err := kfakeWait(ctx, func() error { return checkCommittedAtEnd(ctx, admin, s.group, s.topic, s.partitions) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		settle(g)
 	}
-	want, err := expected(g, roundrobin.Assign, pl, rackedBrokers, nil, 0)
+
+	a := start()
+	g, err := stableWith(ctx, d, s.group, 1, s.topic, int(s.partitions))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := adminAssignment(g); !sameAssignment(got, want) {
-		t.Errorf("gateway assigned %v; roundrobin computes %v", got, want)
+	settle(g)
+	b := start()
+	phase([]*consumerProc{a, b})
+	c := start()
+	phase([]*consumerProc{a, b, c})
+	a.stop()
+	phase([]*consumerProc{b, c})
+	b.stop()
+	c.stop()
+	if err := kfakeWait(ctx, func() error { return checkCommittedAtEnd(ctx, admin, s.group, s.topic, s.partitions) }); err != nil {
+		t.Fatalf("after every member stopped: %v", err)
 	}
-	if relayed, err := expected(g, rangeassignor.Assign, pl, rackedBrokers, nil, 0); err != nil || sameAssignment(relayed, want) {
-		t.Fatalf("range would give the same assignment (%v, %v): the test could not tell a relay from the gateway", relayed, err)
+	// A restarted member that ignored the commits would read from the
+	// earliest offset, and readAllOnce would see records read twice.
+	settle(adminGroup{Generation: -1})
+	r := start()
+	phase([]*consumerProc{r})
+	if err := kfakeWait(ctx, func() error { return checkCommittedAtEnd(ctx, admin, s.group, s.topic, s.partitions) }); err != nil {
+		t.Errorf("after the restart: %v", err)
 	}
-	checkReads(t, g, ks, "events")
+	if s.revokes != nil && moved == 0 {
+		t.Error("no member logged a revocation when members joined: the check that unmoved partitions stay could not fail")
+	}
 }

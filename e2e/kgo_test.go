@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,8 +14,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
+	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
 	"github.com/wasmassign/wasmassign/plugins/sticky"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
 // rackedConfig is an embedded cluster of three brokers, one per rack, and
@@ -42,6 +47,56 @@ min_session_timeout = "1s"
 `
 
 var rackedBrokers = map[int32]string{0: "az-a", 1: "az-b", 2: "az-c"}
+
+// rkKgoRow is the interop-matrix row of a kgo group offering strategy in
+// front of upstream, at the franz-go version this test binary links.
+func rkKgoRow(t *testing.T, strategy, upstream string) matrix.Row {
+	t.Helper()
+	return matrix.Row{Client: "kgo (franz-go)", Version: rkModuleVersion(t, "github.com/twmb/franz-go"), Strategy: strategy, Upstream: upstream}
+}
+
+// rkModuleVersion is the version, without the leading v, of module path as
+// the root module's go.mod requires it. Test binaries carry no list of
+// dependencies in their build information, so go.mod is the record of
+// what was linked.
+func rkModuleVersion(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(env.root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(path) + `\s+v(\S+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("go.mod does not require %s", path)
+	}
+	return string(m[1])
+}
+
+// rkKgoEnv is what the kgo group scenarios need from the cluster behind
+// the gateway, so the same scenario runs on the embedded kfake cluster and
+// on a real broker.
+type rkKgoEnv struct {
+	d *daemon
+	// admin reads metadata, end offsets and committed offsets: straight
+	// from a real upstream, so the commits are seen where they landed, or
+	// through the gateway in front of kfake.
+	admin *kgo.Client
+	// topic has partitions partitions and is used by this group alone.
+	topic      string
+	partitions int32
+	// brokerRacks are the racks the gateway knows the brokers by.
+	brokerRacks map[int32]string
+}
+
+// placement asks for the topic's leaders and replicas.
+func (e rkKgoEnv) placement(ctx context.Context, t *testing.T) map[string]placement {
+	t.Helper()
+	pl, err := topicPlacement(ctx, e.admin, e.topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
 
 // settled waits until the gateway shows group Stable with exactly the rig
 // consumers named in want, and each of them holds, by its own callbacks,
@@ -80,11 +135,12 @@ func settled(ctx context.Context, d *daemon, group string, l *kfakegroup.Ledger,
 	return g, err
 }
 
-// consumeAll produces n records with the rig's producer (its ledger counts
-// them) and waits until the rig has consumed every record produced so far.
-func consumeAll(ctx context.Context, t *testing.T, rig *kfakegroup.Rig, n int) {
+// consumeAll produces n records to topic with the rig's producer (its
+// ledger counts them) and waits until the rig has consumed every record
+// produced so far.
+func consumeAll(ctx context.Context, t *testing.T, rig *kfakegroup.Rig, topic string, n int) {
 	t.Helper()
-	if err := rig.Produce(ctx, "events", n); err != nil {
+	if err := rig.Produce(ctx, topic, n); err != nil {
 		t.Fatal(err)
 	}
 	if err := kfakegroup.WaitFor(ctx, kfakegroup.AllConsumed(rig.Ledger())); err != nil {
@@ -98,43 +154,77 @@ func rackOf(pl map[string]placement, topic string, p int32) string {
 	return rackedBrokers[pl[topic].leaders[p]]
 }
 
-// TestKgo_CooperativeStickyKeepsRackLocalityThroughJoinAndLeave runs kgo
-// cooperative-sticky consumers that send their rack (broker racks come from
-// [upstream.broker_racks]): with one member per rack each holds exactly
-// its rack's partitions; after a join and after a leave the gateway hands
-// out what the cooperative-sticky plugin computes from what each member
-// owned; partitions that stay put are never revoked; and every record is
-// consumed exactly once, with the commits reaching the upstream.
-func TestKgo_CooperativeStickyKeepsRackLocalityThroughJoinAndLeave(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t, 90*time.Second)
-	d := startDaemon(t, t.TempDir(), rackedConfig)
-	const group = "coop-racks"
-	rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
+// rkKgoFinish closes the rig's consumers (each commits what it read and
+// leaves) and checks every record was consumed once and the group
+// committed the end offsets. Then it checks the commits survive a consumer
+// restart: a new member of the group, started with opts, reads only
+// records produced after the restart.
+func rkKgoFinish(ctx context.Context, t *testing.T, e rkKgoEnv, rig *kfakegroup.Rig, group string, opts kfakegroup.ConsumerOptions) {
+	t.Helper()
+	l := rig.Ledger()
+	if err := rig.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := kfakegroup.AllConsumedOnce(l); err != nil {
+		t.Error(err)
+	}
+	if err := checkCommittedAtEnd(ctx, e.admin, group, e.topic, e.partitions); err != nil {
+		t.Fatal(err)
+	}
+	// A member that ignored the commits would start from the earliest
+	// offset (the rig's reset policy) and read old records a second time.
+	if _, err := rig.Start("restarted", opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := settled(ctx, e.d, group, l, []string{"restarted"}); err != nil {
+		t.Fatal(err)
+	}
+	consumeAll(ctx, t, rig, e.topic, 120)
+	if err := rig.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := kfakegroup.AllConsumedOnce(l); err != nil {
+		t.Errorf("after a consumer restart: %v", err)
+	}
+	if err := checkCommittedAtEnd(ctx, e.admin, group, e.topic, e.partitions); err != nil {
+		t.Error(err)
+	}
+}
+
+// rkKgoCooperative runs kgo cooperative-sticky consumers that send the
+// racks in racks (members a1, b1 and c1 start together, a2 joins, then b1
+// leaves): each member's rack reaches the gateway; with rackLocal, every
+// member of the first generation holds only partitions of its rack; after
+// the join and the leave the gateway hands out what the cooperative-sticky
+// plugin computes from what each member owned; partitions that stay put
+// are never revoked; every record is consumed exactly once, with the
+// commits reaching the upstream; and they survive a consumer restart.
+func rkKgoCooperative(ctx context.Context, t *testing.T, e rkKgoEnv, group string, racks map[string]string, rackLocal bool) {
+	t.Helper()
+	rig := kfakegroup.NewRig([]string{e.d.bootstrap}, group, []string{e.topic}, nil)
 	defer rig.Close(context.Background())
 	l := rig.Ledger()
 	coop := []kgo.GroupBalancer{kgo.CooperativeStickyBalancer()}
-	racks := map[string]string{"a1": "az-a", "b1": "az-b", "c1": "az-c", "a2": "az-a"}
-	cl := adminClient(t, []string{d.bootstrap})
-	pl, err := topicPlacement(ctx, cl, "events")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := e.placement(ctx, t)
 	start := func(name string) {
 		if _, err := rig.Start(name, kfakegroup.ConsumerOptions{Balancers: coop, Rack: racks[name]}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rackLocal := func(g adminGroup) {
+	checkRacks := func(g adminGroup, local bool) {
 		t.Helper()
 		for _, m := range g.Members {
-			for _, p := range m.Assignment["events"] {
-				if r := rackOf(pl, "events", p); r != m.Rack {
-					t.Errorf("member %s in rack %q holds events/%d, which lives in %s; assignment %v", m.ClientID, m.Rack, p, r, adminAssignment(g))
-				}
+			name := strings.TrimPrefix(m.ClientID, "kfakegroup-")
+			if m.Rack != racks[name] {
+				t.Errorf("member %s has rack %q in the gateway, but sent %q", m.ClientID, m.Rack, racks[name])
 			}
-			if m.Rack != racks[strings.TrimPrefix(m.ClientID, "kfakegroup-")] {
-				t.Errorf("member %s has rack %q in the gateway, but sent %q", m.ClientID, m.Rack, racks[strings.TrimPrefix(m.ClientID, "kfakegroup-")])
+			if !local {
+				continue
+			}
+			for _, p := range m.Assignment[e.topic] {
+				if r := e.brokerRacks[pl[e.topic].leaders[p]]; r != m.Rack {
+					t.Errorf("member %s in rack %q holds %s/%d, which lives in %s; assignment %v", m.ClientID, m.Rack, e.topic, p, r, adminAssignment(g))
+				}
 			}
 		}
 	}
@@ -148,19 +238,20 @@ func TestKgo_CooperativeStickyKeepsRackLocalityThroughJoinAndLeave(t *testing.T)
 		for name, tps := range before {
 			owned["kfakegroup-"+name] = tps
 		}
-		want, err := expected(g, sticky.AssignCooperative, pl, rackedBrokers, owned, gen)
+		want, err := expected(g, sticky.AssignCooperative, pl, e.brokerRacks, owned, gen)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := adminAssignment(g); !sameAssignment(got, want) {
 			t.Errorf("gateway assigned %v; cooperative-sticky computes %v from %v", got, want, before)
 		}
+		checkRacks(g, false)
 	}
 
 	for _, n := range []string{"a1", "b1", "c1"} {
 		start(n)
 	}
-	g, err := settled(ctx, d, group, l, []string{"a1", "b1", "c1"})
+	g, err := settled(ctx, e.d, group, l, []string{"a1", "b1", "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,14 +259,14 @@ func TestKgo_CooperativeStickyKeepsRackLocalityThroughJoinAndLeave(t *testing.T)
 		t.Errorf("protocol %q, want cooperative-sticky", g.Protocol)
 	}
 	// One member per rack: kgo's own balancer knows no broker racks, so
-	// only the gateway's rack-aware plugin gives each its rack's two
+	// only the gateway's rack-aware plugin gives each its rack's
 	// partitions.
-	rackLocal(g)
-	consumeAll(ctx, t, rig, 300)
+	checkRacks(g, rackLocal)
+	consumeAll(ctx, t, rig, e.topic, 300)
 
 	before, mark, gen := l.Owned(), l.Mark(), g.Generation
 	start("a2")
-	g, err = settled(ctx, d, group, l, []string{"a1", "b1", "c1", "a2"})
+	g, err = settled(ctx, e.d, group, l, []string{"a1", "b1", "c1", "a2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,13 +281,13 @@ func TestKgo_CooperativeStickyKeepsRackLocalityThroughJoinAndLeave(t *testing.T)
 	if err := kfakegroup.NoRevocationOf(l, mark, unmoved); err != nil {
 		t.Error(err)
 	}
-	consumeAll(ctx, t, rig, 300)
+	consumeAll(ctx, t, rig, e.topic, 300)
 
 	before, mark, gen = l.Owned(), l.Mark(), g.Generation
 	if err := rig.Consumers()["b1"].Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if g, err = settled(ctx, d, group, l, []string{"a1", "c1", "a2"}); err != nil {
+	if g, err = settled(ctx, e.d, group, l, []string{"a1", "c1", "a2"}); err != nil {
 		t.Fatal(err)
 	}
 	delete(before, "b1")
@@ -205,104 +296,91 @@ func TestKgo_CooperativeStickyKeepsRackLocalityThroughJoinAndLeave(t *testing.T)
 	if err := kfakegroup.NoRevocationOf(l, mark, unmoved); err != nil {
 		t.Error(err)
 	}
-	consumeAll(ctx, t, rig, 300)
-
-	if err := rig.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := kfakegroup.AllConsumedOnce(l); err != nil {
-		t.Error(err)
-	}
-	if err := checkCommittedAtEnd(ctx, cl, group, "events", 6); err != nil {
-		t.Error(err)
-	}
+	consumeAll(ctx, t, rig, e.topic, 300)
+	rkKgoFinish(ctx, t, e, rig, group, kfakegroup.ConsumerOptions{Balancers: coop})
 }
 
-// TestKgo_RangeGroupGetsWhatTheRangePluginComputes runs kgo range
-// consumers (no rack sent) through a join and a leave: after every
-// rebalance the gateway's assignment, and what each consumer holds, equal
-// the range assignor's answer for those members, and every record is
-// consumed exactly once.
-func TestKgo_RangeGroupGetsWhatTheRangePluginComputes(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t, 90*time.Second)
-	d := startDaemon(t, t.TempDir(), rackedConfig)
-	const group = "ranged"
-	rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
+// rkKgoEager describes an eager kgo group: what its members offer, the
+// plugin the gateway serves it with, and, when that is not the offered
+// assignor, the offered one, which must compute something else.
+type rkKgoEager struct {
+	balancer           kgo.GroupBalancer
+	protocol, assignor string
+	assign, relayed    func(*abi.Request) (*abi.Response, error)
+}
+
+// rkKgoEagerJoinLeave runs kgo consumers (no rack sent) of an eager group
+// through a join and a leave: after every rebalance the gateway's
+// assignment, and what each consumer holds, equal the configured plugin's
+// answer for those members; every record is consumed exactly once; and the
+// commits survive a consumer restart.
+func rkKgoEagerJoinLeave(ctx context.Context, t *testing.T, e rkKgoEnv, group string, s rkKgoEager) {
+	t.Helper()
+	rig := kfakegroup.NewRig([]string{e.d.bootstrap}, group, []string{e.topic}, nil)
 	defer rig.Close(context.Background())
 	l := rig.Ledger()
-	cl := adminClient(t, []string{d.bootstrap})
-	pl, err := topicPlacement(ctx, cl, "events")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := e.placement(ctx, t)
+	opts := kfakegroup.ConsumerOptions{Balancers: []kgo.GroupBalancer{s.balancer}}
 	check := func(g adminGroup) {
 		t.Helper()
-		want, err := expected(g, rangeassignor.Assign, pl, rackedBrokers, nil, 0)
+		want, err := expected(g, s.assign, pl, e.brokerRacks, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := adminAssignment(g); !sameAssignment(got, want) {
-			t.Errorf("gateway assigned %v; range computes %v", got, want)
+			t.Errorf("gateway assigned %v; %s computes %v", got, s.assignor, want)
 		}
-		if g.Protocol != "range" || g.Assignor != "range" {
-			t.Errorf("protocol %q assignor %q, want range and range", g.Protocol, g.Assignor)
+		if g.Protocol != s.protocol || g.Assignor != s.assignor {
+			t.Errorf("protocol %q assignor %q, want %s served by %s", g.Protocol, g.Assignor, s.protocol, s.assignor)
+		}
+		if s.relayed != nil {
+			if other, err := expected(g, s.relayed, pl, e.brokerRacks, nil, 0); err != nil || sameAssignment(other, want) {
+				t.Errorf("the offered assignor gives the same assignment (%v, %v): a relay could not be told from the gateway", other, err)
+			}
 		}
 	}
 	for _, n := range []string{"a", "b"} {
-		if _, err := rig.Start(n, kfakegroup.ConsumerOptions{}); err != nil {
+		if _, err := rig.Start(n, opts); err != nil {
 			t.Fatal(err)
 		}
 	}
-	g, err := settled(ctx, d, group, l, []string{"a", "b"})
+	g, err := settled(ctx, e.d, group, l, []string{"a", "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	check(g)
-	consumeAll(ctx, t, rig, 300)
+	consumeAll(ctx, t, rig, e.topic, 300)
 
-	if _, err := rig.Start("c", kfakegroup.ConsumerOptions{}); err != nil {
+	if _, err := rig.Start("c", opts); err != nil {
 		t.Fatal(err)
 	}
-	if g, err = settled(ctx, d, group, l, []string{"a", "b", "c"}); err != nil {
+	if g, err = settled(ctx, e.d, group, l, []string{"a", "b", "c"}); err != nil {
 		t.Fatal(err)
 	}
 	check(g)
-	consumeAll(ctx, t, rig, 300)
+	consumeAll(ctx, t, rig, e.topic, 300)
 
 	if err := rig.Consumers()["a"].Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if g, err = settled(ctx, d, group, l, []string{"b", "c"}); err != nil {
+	if g, err = settled(ctx, e.d, group, l, []string{"b", "c"}); err != nil {
 		t.Fatal(err)
 	}
 	check(g)
-	consumeAll(ctx, t, rig, 300)
-
-	if err := rig.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := kfakegroup.AllConsumedOnce(l); err != nil {
-		t.Error(err)
-	}
-	if err := checkCommittedAtEnd(ctx, cl, group, "events", 6); err != nil {
-		t.Error(err)
-	}
+	consumeAll(ctx, t, rig, e.topic, 300)
+	rkKgoFinish(ctx, t, e, rig, group, opts)
 }
 
-// TestKgo_StaticMemberRestartCausesNoRebalance restarts one static member
-// (closed without LeaveGroup, back with the same instance id inside its
-// session timeout): the generation stays, nobody's partitions move, and the
-// returning member gets its old partitions back.
-func TestKgo_StaticMemberRestartCausesNoRebalance(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t, 90*time.Second)
-	d := startDaemon(t, t.TempDir(), rackedConfig)
-	const group = "static"
-	rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
+// rkKgoStaticRestart restarts one static member (closed without
+// LeaveGroup, back with the same instance id inside its session timeout):
+// the generation stays, nobody's partitions move, the returning member
+// gets its old partitions back, and it reads on from the committed
+// offsets.
+func rkKgoStaticRestart(ctx context.Context, t *testing.T, e rkKgoEnv, group string) {
+	t.Helper()
+	rig := kfakegroup.NewRig([]string{e.d.bootstrap}, group, []string{e.topic}, nil)
 	defer rig.Close(context.Background())
 	l := rig.Ledger()
-	cl := adminClient(t, []string{d.bootstrap})
 	opts := func(name string) kfakegroup.ConsumerOptions {
 		return kfakegroup.ConsumerOptions{
 			Balancers:      []kgo.GroupBalancer{kgo.CooperativeStickyBalancer()},
@@ -315,14 +393,14 @@ func TestKgo_StaticMemberRestartCausesNoRebalance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g, err := settled(ctx, d, group, l, []string{"a", "b", "c"})
+	g, err := settled(ctx, e.d, group, l, []string{"a", "b", "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	consumeAll(ctx, t, rig, 300)
+	consumeAll(ctx, t, rig, e.topic, 300)
 	// Everything read is committed before the restart, so a redelivery
 	// would show up as a record consumed twice.
-	if err := kfakegroup.WaitFor(ctx, func() error { return checkCommittedAtEnd(ctx, cl, group, "events", 6) }); err != nil {
+	if err := kfakegroup.WaitFor(ctx, func() error { return checkCommittedAtEnd(ctx, e.admin, group, e.topic, e.partitions) }); err != nil {
 		t.Fatal(err)
 	}
 
@@ -339,29 +417,73 @@ func TestKgo_StaticMemberRestartCausesNoRebalance(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	after, err := settled(ctx, d, group, l, []string{"a", "b", "c"})
+	after, err := settled(ctx, e.d, group, l, []string{"a", "b", "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after.Generation != g.Generation {
 		t.Errorf("generation went from %d to %d over a static member restart", g.Generation, after.Generation)
 	}
-	for _, e := range l.Events(mark) {
-		if e.Member != "b" {
-			t.Errorf("member %s saw %s %v during b's restart", e.Member, e.Kind, e.Partitions)
+	for _, ev := range l.Events(mark) {
+		if ev.Member != "b" {
+			t.Errorf("member %s saw %s %v during b's restart", ev.Member, ev.Kind, ev.Partitions)
 		}
 	}
 	if !maps.EqualFunc(before, l.Owned(), slices.Equal) {
 		t.Errorf("ownership changed over the restart: %v -> %v", before, l.Owned())
 	}
-	consumeAll(ctx, t, rig, 300)
+	consumeAll(ctx, t, rig, e.topic, 300)
 	if err := rig.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := kfakegroup.AllConsumedOnce(l); err != nil {
 		t.Error(err)
 	}
-	if err := checkCommittedAtEnd(ctx, cl, group, "events", 6); err != nil {
+	if err := checkCommittedAtEnd(ctx, e.admin, group, e.topic, e.partitions); err != nil {
 		t.Error(err)
 	}
+}
+
+// rackedEnv is the "events" topic of rackedConfig behind d.
+func rackedEnv(t *testing.T, d *daemon) rkKgoEnv {
+	return rkKgoEnv{d: d, admin: adminClient(t, []string{d.bootstrap}), topic: "events", partitions: 6, brokerRacks: rackedBrokers}
+}
+
+// TestKgo_CooperativeStickyKeepsRackLocalityThroughJoinAndLeave runs kgo
+// cooperative-sticky consumers that send their rack (broker racks come from
+// [upstream.broker_racks]) through the scenario of rkKgoCooperative on the
+// embedded cluster: with one member per rack each holds exactly its rack's
+// partitions.
+func TestKgo_CooperativeStickyKeepsRackLocalityThroughJoinAndLeave(t *testing.T) {
+	t.Parallel()
+	matrix.Record(t, rkKgoRow(t, "cooperative-sticky", "kfake"))
+	ctx := testCtx(t, 90*time.Second)
+	d := startDaemon(t, t.TempDir(), rackedConfig)
+	racks := map[string]string{"a1": "az-a", "b1": "az-b", "c1": "az-c", "a2": "az-a"}
+	rkKgoCooperative(ctx, t, rackedEnv(t, d), "coop-racks", racks, true)
+}
+
+// TestKgo_RangeGroupGetsWhatTheRangePluginComputes runs kgo range
+// consumers through a join and a leave on the embedded cluster: after
+// every rebalance the gateway's assignment, and what each consumer holds,
+// equal the range assignor's answer for those members.
+func TestKgo_RangeGroupGetsWhatTheRangePluginComputes(t *testing.T) {
+	t.Parallel()
+	matrix.Record(t, rkKgoRow(t, "range", "kfake"))
+	ctx := testCtx(t, 90*time.Second)
+	d := startDaemon(t, t.TempDir(), rackedConfig)
+	rkKgoEagerJoinLeave(ctx, t, rackedEnv(t, d), "ranged", rkKgoEager{
+		balancer: kgo.RangeBalancer(), protocol: "range", assignor: "range", assign: rangeassignor.Assign,
+	})
+}
+
+// TestKgo_StaticMemberRestartCausesNoRebalance restarts one static
+// cooperative-sticky member on the embedded cluster: no rebalance, no
+// partition moves.
+func TestKgo_StaticMemberRestartCausesNoRebalance(t *testing.T) {
+	t.Parallel()
+	matrix.Record(t, rkKgoRow(t, "cooperative-sticky", "kfake"))
+	ctx := testCtx(t, 90*time.Second)
+	d := startDaemon(t, t.TempDir(), rackedConfig)
+	rkKgoStaticRestart(ctx, t, rackedEnv(t, d), "static")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
+	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 )
 
 // TestRestart_ConsumersKeepTheirPartitionsAcrossADaemonRestart restarts the
@@ -22,6 +23,7 @@ import (
 // and the group continues its generation.
 func TestRestart_ConsumersKeepTheirPartitionsAcrossADaemonRestart(t *testing.T) {
 	t.Parallel()
+	matrix.Record(t, rkKgoRow(t, "cooperative-sticky", "kfake"))
 	ctx := testCtx(t, 90*time.Second)
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(6, "events"))
 	if err != nil {
@@ -71,7 +73,7 @@ min_session_timeout = "1s"
 	if err != nil {
 		t.Fatal(err)
 	}
-	consumeAll(ctx, t, rig, 300)
+	consumeAll(ctx, t, rig, "events", 300)
 	cl := adminClient(t, []string{d.bootstrap})
 	if err := kfakegroup.WaitFor(ctx, func() error { return checkCommittedAtEnd(ctx, cl, group, "events", 6) }); err != nil {
 		t.Fatal(err)
@@ -99,7 +101,7 @@ min_session_timeout = "1s"
 		t.Errorf("restored generation %d, members %v; saved: generation %d, members %v",
 			restored.Generation, memberIDs(restored), g.Generation, memberIDs(g))
 	}
-	consumeAll(ctx, t, rig, 150)
+	consumeAll(ctx, t, rig, "events", 150)
 	after, err := settled(ctx, d2, group, l, []string{"a", "b", "c"})
 	if err != nil {
 		t.Fatal(err)

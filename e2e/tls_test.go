@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 )
 
 // selfSigned writes a fresh self-signed certificate for 127.0.0.1 and its
@@ -72,6 +73,8 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, client *tls
 // certificate gets nothing.
 func TestTLS_ConsumersReachTheGatewayOverTLS(t *testing.T) {
 	t.Parallel()
+	// kgo's default balancer list is cooperative-sticky alone.
+	matrix.Record(t, rkKgoRow(t, "cooperative-sticky", "kfake"))
 	ctx := testCtx(t, 60*time.Second)
 	dir := t.TempDir()
 	certFile, keyFile, clientTLS := selfSigned(t, dir)

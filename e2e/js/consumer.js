@@ -14,6 +14,10 @@ const consumer = kafka.consumer({
   sessionTimeout: 6000,
   heartbeatInterval: 200,
   rebalanceTimeout: 10000,
+  // kafkajs heartbeats between fetches, so a member learns of a rebalance
+  // only when its long poll returns; the default 5 s wait would make every
+  // join take that long.
+  maxWaitTimeInMs: 250,
 })
 
 async function main () {
