@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -194,8 +195,11 @@ func splitGroups[Req kmsg.Request, Resp kmsg.Response](g *Gateway, ctx context.C
 // listGroups merges the upstream's list from this connection's broker with
 // the managed groups that broker coordinates upstream, so that asking every
 // broker lists each managed group once. A managed group the upstream itself
-// lists (split brain: clients bypassing the gateway) is shown once, as the
-// coordinator sees it, and logged.
+// lists is shown once, as the coordinator sees it. The upstream lists every
+// managed group that has committed offsets, as a group without members:
+// the gateway forwards commits with generation -1. Only a managed group
+// the upstream lists with members (or in a state other than Empty) means
+// split brain, clients bypassing the gateway, and is logged as an error.
 func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.ListGroupsRequest) (proxy.Decision, error) {
 	resp, err := g.opt.Coordinator.Handle(ctx, client(r), req)
 	if err != nil {
@@ -221,7 +225,9 @@ func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.Lis
 		kept := u.Groups[:0]
 		for _, grp := range u.Groups {
 			if g.opt.Manages(grp.Group) {
-				g.log.Error("managed group is also listed upstream: clients may be bypassing the gateway, or a second gateway runs", "group", grp.Group, "upstream_state", grp.GroupState)
+				if upstreamHasMembers(grp) {
+					g.log.Error("managed group is also listed upstream: clients may be bypassing the gateway, or a second gateway runs", "group", grp.Group, "upstream_state", grp.GroupState)
+				}
 				continue
 			}
 			kept = append(kept, grp)
@@ -238,6 +244,14 @@ func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.Lis
 		})
 		return u
 	}}, nil
+}
+
+// upstreamHasMembers reports whether the upstream's listing of a group may
+// have members. A group only ever committed to with generation -1 has no
+// protocol type; from ListGroups v4 an Empty state says no members either.
+// Before v4 the state is unknown, so a group that had members once counts.
+func upstreamHasMembers(grp kmsg.ListGroupsResponseGroup) bool {
+	return grp.ProtocolType != "" && !strings.EqualFold(grp.GroupState, "Empty")
 }
 
 // offsetFetch forwards, and turns an upstream GROUP_ID_NOT_FOUND for a
@@ -337,14 +351,20 @@ type rackKey struct{ clientID, host string }
 // NewFetchRacks returns an empty book.
 func NewFetchRacks() *FetchRacks { return &FetchRacks{racks: make(map[rackKey]string)} }
 
-// Record notes the rack a client at c sent; an empty rack is ignored.
-func (f *FetchRacks) Record(c proxy.ConnInfo, clientID, rack string) {
+// Record notes the rack a client at c sent, and reports whether it is news:
+// a rack this client had not sent before. An empty rack is ignored.
+func (f *FetchRacks) Record(c proxy.ConnInfo, clientID, rack string) bool {
 	if rack == "" {
-		return
+		return false
 	}
+	k := rackKey{clientID, hostOf(c.Remote)}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.racks[rackKey{clientID, hostOf(c.Remote)}] = rack
+	if f.racks[k] == rack {
+		return false
+	}
+	f.racks[k] = rack
+	return true
 }
 
 // FetchRack implements coordinator.RackSource.

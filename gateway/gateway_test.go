@@ -164,7 +164,9 @@ func TestIntercept_ListGroupsListsEachManagedGroupOnItsUpstreamCoordinator(t *te
 		}
 		up := &kmsg.ListGroupsResponse{}
 		for _, id := range upstream {
-			up.Groups = append(up.Groups, kmsg.ListGroupsResponseGroup{Group: id})
+			// Listed as a group with members, as clients bypassing the
+			// gateway would make it.
+			up.Groups = append(up.Groups, kmsg.ListGroupsResponseGroup{Group: id, ProtocolType: "consumer", GroupState: "Stable"})
 		}
 		var out []string
 		for _, grp := range d.OnResponse(up).(*kmsg.ListGroupsResponse).Groups {
@@ -256,8 +258,19 @@ func TestIntercept_DeleteGroupsChecksManagedGroupsFirst(t *testing.T) {
 func TestFetchRack_FeedsTheCoordinatorsRackSource(t *testing.T) {
 	src := NewFetchRacks()
 	c := proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}
+	news := []bool{
+		src.Record(c, "app", "az-b"),
+		src.Record(c, "app", "az-b"),
+		src.Record(c, "other", ""),
+		src.Record(c, "app", "az-c"),
+	}
+	if !slices.Equal(news, []bool{true, false, false, true}) {
+		t.Errorf("Record reported news %v, want only a first and a changed rack", news)
+	}
+	if r, ok := src.FetchRack("app", "/10.1.2.3"); !ok || r != "az-c" {
+		t.Errorf("rack %q %v after a change, want az-c", r, ok)
+	}
 	src.Record(c, "app", "az-b")
-	src.Record(c, "other", "")
 	if r, ok := src.FetchRack("app", "/10.1.2.3"); !ok || r != "az-b" {
 		t.Errorf("rack %q %v", r, ok)
 	}

@@ -202,7 +202,14 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 
 	popts.Client = d.client
 	popts.Interceptor = gw
-	popts.OnFetchRack = racks.Record
+	popts.OnFetchRack = func(c proxy.ConnInfo, clientID, rack string) {
+		// Clients that send their rack only in Fetch requests (KIP-392)
+		// learn it after their first assignment: a new rack rebalances the
+		// member's group now, not at the next metadata refresh.
+		if racks.Record(c, clientID, rack) {
+			d.driver.RefreshRacks()
+		}
+	}
 	popts.OnRequest = func(key int16, local bool, d time.Duration) {
 		m.ProxiedRequest(kmsg.NameForKey(key), local, d)
 	}
