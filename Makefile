@@ -57,6 +57,10 @@ e2e-tools:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(E2E_APT_PKGS) >/dev/null; fi
 	@[ -e e2e/js/node_modules/kafkajs/package.json ] || (cd e2e/js && npm ci --no-audit --no-fund)
 
+## python-clients: confluent-kafka and kafka-python in a virtualenv under .cache (e2e/python.mk).
+-include e2e/python.mk
+python-clients::
+
 ## kafka-cache: Apache Kafka's broker and Java client jars from Maven Central,
 ## for the tests against a real broker (kept in .cache/kafka; fetched once).
 kafka-cache:
@@ -68,9 +72,15 @@ vet:
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./plugins/... ./testdata/guests/go
 
 ## test: everything CI checks.
-test: build testdata sdk-kits sdk-test-artefacts rust vet kafka-cache e2e-tools
-	REALKAFKA_REQUIRED=1 WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 ./...
+## The end-to-end tests record each client they ran (internal/testutil/matrix);
+## the README's interop matrix is rewritten from that record after a green run.
+MATRIX := $(CURDIR)/.cache/matrix.jsonl
+
+test: build testdata sdk-kits sdk-test-artefacts rust vet kafka-cache e2e-tools python-clients
+	@mkdir -p $(dir $(MATRIX)) && rm -f $(MATRIX)
+	REALKAFKA_REQUIRED=1 WASMASSIGN_MATRIX=$(MATRIX) WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 ./...
 	cd sdk/go && $(GO) test -count=1 ./...
+	$(GO) run ./internal/cmd/matrixgen -results $(MATRIX) -readme README.md
 
 ## bench: every Go benchmark once (BENCHTIME=5x for steadier numbers).
 bench: build testdata
