@@ -91,6 +91,10 @@ type Coordinator struct {
 	jobs    map[uint64]*jobState
 	// covered holds every topic some SetMetadata looked up, present or not.
 	covered map[string]bool
+	// sessionsPaused is set while the upstream is unreachable
+	// (PauseSessions): members cannot reach the gateway then, and must not
+	// be expired for it.
+	sessionsPaused bool
 
 	// timers holds each group's next deadline; entries that no longer match
 	// their group's deadline are skipped when they surface.

@@ -333,6 +333,10 @@ func (c *Coordinator) tickGroup(g *group) {
 			m.heartbeatDeadline = now.Add(m.session)
 			continue
 		}
+		if c.sessionsPaused {
+			m.heartbeatDeadline = now.Add(m.session)
+			continue
+		}
 		c.removeMemberAndUpdate(g, m, "session timeout")
 	}
 	if !g.joinDeadline.IsZero() && !g.joinDeadline.After(now) && g.state == PreparingRebalance {

@@ -421,3 +421,54 @@ func TestClassicGroup_LeaderRejoiningInStableForcesRebalance(t *testing.T) {
 		t.Fatalf("leader rejoin in Stable: generation %d state %v", g.generation, g.state)
 	}
 }
+
+func TestPauseSessions_AnUpstreamOutageExpiresNoMember(t *testing.T) {
+	const session = 10 * time.Second // what the sims' JoinGroup asks for
+	tests := []struct {
+		name  string
+		pause bool
+		// wantMembers after an outage of three session timeouts.
+		wantMembers int
+	}{
+		{"paused: everyone stays", true, 2},
+		{"not paused: silent members expire", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+			h.setMetadata(meta(map[string]int{"t": 4}))
+			a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+			b := newSim(h, "b", "g", []string{"range"}, []string{"t"})
+			settle(h, a, b)
+			gen := a.generation
+			if tt.pause {
+				h.absorb(h.c.PauseSessions(h.now, true))
+			}
+			h.advance(3 * session)
+			if got := len(h.c.groups["g"].members); got != tt.wantMembers {
+				t.Fatalf("%d members after the outage, want %d", got, tt.wantMembers)
+			}
+			if !tt.pause {
+				return
+			}
+			// Back up: a fresh session starts now, so a heartbeat just
+			// inside it keeps the generation.
+			h.absorb(h.c.PauseSessions(h.now, false))
+			h.advance(session - time.Millisecond)
+			for _, s := range []*simClient{a, b} {
+				code := h.do(s.client, hbReq("g", s.memberID, s.generation)).(*kmsg.HeartbeatResponse).ErrorCode
+				if code != 0 {
+					t.Fatalf("%s heartbeat after the outage: %v", s.name, kerr.ErrorForCode(code))
+				}
+			}
+			if a.generation != gen {
+				t.Fatalf("generation %d after the outage, want %d", a.generation, gen)
+			}
+			// Sessions run again: members that stay silent now expire.
+			h.advance(2 * session)
+			if got := len(h.c.groups["g"].members); got != 0 {
+				t.Fatalf("%d members still there after silent sessions with expiry back on", got)
+			}
+		})
+	}
+}

@@ -77,6 +77,32 @@ func (c *Coordinator) SetMetadata(now time.Time, md *Metadata) Output {
 	return c.finish()
 }
 
+// PauseSessions stops (paused true) or restarts the expiry of member
+// sessions. The driver pauses them while the upstream cluster is
+// unreachable: the proxy cannot pair client connections with brokers then,
+// so members cannot heartbeat, and expiring them would rebalance every
+// group after a broker outage. Restarting gives every member a fresh
+// session, as a Kafka coordinator does when it loads a group after a
+// failover.
+func (c *Coordinator) PauseSessions(now time.Time, paused bool) Output {
+	c.begin(now)
+	if paused != c.sessionsPaused {
+		c.sessionsPaused = paused
+		if !paused {
+			for _, id := range c.sortedGroupIDs() {
+				g := c.groups[id]
+				c.touch(g)
+				for _, m := range g.members {
+					if !m.heartbeatDeadline.IsZero() {
+						m.heartbeatDeadline = now.Add(m.session)
+					}
+				}
+			}
+		}
+	}
+	return c.finish()
+}
+
 // RefreshRacks resolves every member's rack again. The driver calls it when
 // its RackSource learns something new: clients send their KIP-392 RackID
 // only in Fetch requests, so often after their first assignment. A

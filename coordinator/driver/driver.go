@@ -97,15 +97,16 @@ type Driver struct {
 	rackRefresh atomic.Bool
 
 	// Owned by the loop goroutine.
-	nextID   coordinator.RequestID
-	waiting  map[coordinator.RequestID]chan result
-	timer    *time.Timer
-	deadline time.Time
-	started  map[string]time.Time // rebalance start per group
-	assignor map[string]string    // assignor of each group's latest job
-	last     map[string]Rebalance // each group's latest completed rebalance
-	covered  map[string]bool      // topics the last metadata update held
-	storms   map[string]*stormWatch
+	upstreamDown bool
+	nextID       coordinator.RequestID
+	waiting      map[coordinator.RequestID]chan result
+	timer        *time.Timer
+	deadline     time.Time
+	started      map[string]time.Time // rebalance start per group
+	assignor     map[string]string    // assignor of each group's latest job
+	last         map[string]Rebalance // each group's latest completed rebalance
+	covered      map[string]bool      // topics the last metadata update held
+	storms       map[string]*stormWatch
 }
 
 // stormWatch remembers a group's recent rebalances and what caused them.
@@ -311,6 +312,27 @@ func (d *Driver) RebalanceGroups(match func(group, assignor string) bool, reason
 		}
 	})
 	return groups
+}
+
+// SetUpstreamReachable tells the coordinator whether the upstream cluster
+// answers. While it does not, member sessions do not expire
+// (coordinator.Coordinator.PauseSessions): clients cannot reach the gateway
+// through a proxy that has no broker to pair them with, and expiring them
+// would rebalance every group after an outage. When it answers again every
+// member gets a fresh session. Only changes are logged.
+func (d *Driver) SetUpstreamReachable(reachable bool) {
+	d.do(func() {
+		if d.upstreamDown == !reachable {
+			return
+		}
+		d.upstreamDown = !reachable
+		if reachable {
+			d.log.Info("upstream reachable again: member sessions restart")
+		} else {
+			d.log.Warn("upstream unreachable: member sessions paused until it answers")
+		}
+		d.apply(d.coord.PauseSessions(d.now(), !reachable))
+	})
 }
 
 // RefreshRacks has the coordinator resolve every member's rack again
