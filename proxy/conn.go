@@ -42,9 +42,17 @@ type slot struct {
 	// reports; local is set when the interceptor answered it.
 	start time.Time
 	local bool
+	// discard marks a request forwarded only for the upstream's sake: the
+	// client was answered already, and the upstream's answer is read and
+	// dropped (see apiversions.go).
+	discard bool
 	// onResponse is the interceptor's transformation of the upstream
 	// response; set before the slot is sent upstream.
 	onResponse func(kmsg.Response) kmsg.Response
+	// saslRounds is, for a SaslAuthenticate, how many successful rounds
+	// complete the mechanism the client chose (0: unknown, see
+	// saslRoundsFor).
+	saslRounds int
 
 	// Set under the response queue's lock.
 	ready bool
@@ -80,6 +88,14 @@ type conn struct {
 	closeOnce sync.Once
 	draining  atomic.Bool
 	rackSeen  bool // readClient only
+
+	// SASL progress, for Options.RequireClientSASL: the mechanism of the
+	// last SaslHandshake (readClient only), the successful
+	// SaslAuthenticate rounds since it (readUpstream only), and whether the
+	// upstream has accepted the client.
+	saslMech     string
+	saslOK       int
+	saslAccepted atomic.Bool
 }
 
 func newConn(p *Proxy, nc net.Conn, node int32, id uint64) *conn {
@@ -110,7 +126,14 @@ func (c *conn) run() {
 	}
 	up, err := c.p.opts.DialUpstream(c.ctx, addr)
 	if err != nil {
-		c.close(fmt.Errorf("upstream %s: %w", addr, err))
+		err = fmt.Errorf("upstream %s: %w", addr, err)
+		if closed, ok := c.p.unreachable.report(time.Now(), unreachableLogEvery); ok {
+			c.log.Warn("closing client connections: their broker is unreachable", "err", err, "connections_closed", closed)
+		}
+		if c.p.opts.OnUnreachable != nil {
+			c.p.opts.OnUnreachable(err)
+		}
+		c.close(fmt.Errorf("%w: %w", errUnreachable, err))
 		return
 	}
 	c.upSet.Lock()
@@ -137,6 +160,36 @@ func (c *conn) run() {
 	<-upDone
 }
 
+// errUnreachable marks a connection closed because its broker could not
+// be dialled; run reports those at a paced rate.
+var errUnreachable = errors.New("broker unreachable")
+
+// unreachableLogEvery is the least time between two log lines about
+// connections closed for an unreachable broker.
+const unreachableLogEvery = 5 * time.Second
+
+// logPacer lets an event that can repeat thousands of times a second be
+// logged at most once per interval, with how many happened since the last
+// line. It is safe for concurrent use.
+type logPacer struct {
+	mu     sync.Mutex
+	next   time.Time
+	missed int
+}
+
+// report counts one event at now and says whether to log it, with the
+// number of events (this one included) since the last logged one.
+func (l *logPacer) report(now time.Time, every time.Duration) (count int, log bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.missed++
+	if now.Before(l.next) {
+		return 0, false
+	}
+	count, l.missed, l.next = l.missed, 0, now.Add(every)
+	return count, true
+}
+
 // close ends the connection at once; err, when not nil, is logged as the
 // reason.
 func (c *conn) close(err error) {
@@ -152,6 +205,8 @@ func (c *conn) close(err error) {
 		switch {
 		case err == nil || errors.Is(err, errShutdown):
 			c.log.Debug("client connection closed")
+		case errors.Is(err, errUnreachable): // reported by run, paced
+			c.log.Debug("client connection closed", "err", err)
 		default:
 			c.log.Warn("closing client connection", "err", err)
 		}
@@ -328,6 +383,11 @@ func (c *conn) handle(fr []byte) error {
 		return fmt.Errorf("%s v%d is outside the supported range v%d-v%d", kmsg.NameForKey(key), version, t.min[key], t.max[key])
 	}
 
+	if ic := c.p.opts.Interceptor; key == 18 && (ic == nil || !ic.Intercepts(18)) {
+		if cached, ok := c.p.avs.get(c.info.Upstream, version, t); ok && answerableLocally(version, body) {
+			return c.answerApiVersions(hdr.CorrelationID, version, fr, cached)
+		}
+	}
 	if key == 0 {
 		acks, err := produceAcks(body, version, flexible)
 		if err != nil {
@@ -351,7 +411,23 @@ func (c *conn) handle(fr []byte) error {
 		c.p.opts.OnFetchRack(c.info, clientID, req.Rack)
 	}
 	s := &slot{key: key, version: version, corr: hdr.CorrelationID, start: time.Now()}
+	if c.p.opts.RequireClientSASL {
+		switch key {
+		case 17: // SaslHandshake: remember the mechanism
+			req := kmsg.NewPtrSASLHandshakeRequest()
+			req.SetVersion(version)
+			if err := req.ReadFrom(body); err != nil {
+				return fmt.Errorf("decode SaslHandshake v%d request: %w", version, err)
+			}
+			c.saslMech = req.Mechanism
+		case 36:
+			s.saslRounds = saslRoundsFor(c.saslMech)
+		}
+	}
 	if ic := c.p.opts.Interceptor; ic != nil && ic.Intercepts(key) {
+		if c.p.opts.RequireClientSASL && !c.saslAccepted.Load() {
+			return fmt.Errorf("%s before the client authenticated: the upstream requires SASL", kmsg.NameForKey(key))
+		}
 		owned := bytes.Clone(fr)
 		req := kmsg.RequestForKey(key)
 		req.SetVersion(version)
@@ -371,6 +447,22 @@ func (c *conn) handle(fr []byte) error {
 }
 
 func (c *conn) enqueue(s *slot) error { return c.q.push(s) }
+
+// answerApiVersions answers an ApiVersions request from the remembered
+// answer body and forwards the request fr all the same, its answer to be
+// dropped (see apiversions.go).
+func (c *conn) answerApiVersions(corr int32, version int16, fr, body []byte) error {
+	s := &slot{key: 18, version: version, corr: corr, start: time.Now(), local: true}
+	if err := c.enqueue(s); err != nil {
+		return err
+	}
+	if err := c.send(&slot{key: 18, version: version, corr: corr, discard: true}, fr, false); err != nil {
+		return err
+	}
+	resp := append(frame.AppendResponseHeader(make([]byte, 0, 4+len(body)), corr, false), body...)
+	c.complete(s, resp, nil)
+	return nil
+}
 
 // complete hands s's answer to the response queue, closing the connection
 // when the answer is an error or cannot be written.
@@ -491,8 +583,57 @@ func (c *conn) readUpstream(r *bufio.Reader) {
 			}
 			return
 		}
+		if c.p.opts.RequireClientSASL {
+			c.noteSASL(s, fr)
+		}
 		resp, err := c.transform(s, fr)
+		if s.discard {
+			if err != nil {
+				c.log.Debug("upstream answer to a request already answered", "api", kmsg.NameForKey(s.key), "err", err)
+			}
+			continue
+		}
 		c.complete(s, resp, err)
+	}
+}
+
+// saslRoundsFor is how many successful SaslAuthenticate rounds complete
+// a mechanism: PLAIN has one; SCRAM two, the first of which only sends the
+// server's nonce, so it proves nothing. Others (GSSAPI, OAUTHBEARER, which
+// answers a bad token with a challenge and no error) are 0: unknown.
+func saslRoundsFor(mechanism string) int {
+	switch mechanism {
+	case "PLAIN":
+		return 1
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		return 2
+	}
+	return 0
+}
+
+// noteSASL follows the client's authentication in the upstream's answers:
+// the upstream accepted the client once the mechanism's rounds all
+// succeeded, or once it answered anything but ApiVersions and the SASL
+// requests themselves, which a SASL listener refuses to an unauthenticated
+// client by closing the connection. It runs before the answer reaches the
+// client, so the client's next request sees the outcome.
+func (c *conn) noteSASL(s *slot, fr []byte) {
+	switch s.key {
+	case 17:
+		c.saslOK = 0
+	case 36:
+		flexible := s.version >= c.p.flexFrom[s.key]
+		_, body, err := frame.ParseResponseHeader(fr, flexible)
+		if err != nil || len(body) < 2 || binary.BigEndian.Uint16(body) != 0 {
+			return
+		}
+		c.saslOK++
+		if s.saslRounds > 0 && c.saslOK >= s.saslRounds {
+			c.saslAccepted.Store(true)
+		}
+	case 18:
+	default:
+		c.saslAccepted.Store(true)
 	}
 }
 
@@ -545,7 +686,12 @@ func (c *conn) transform(s *slot, fr []byte) ([]byte, error) {
 		}
 		out = resp.AppendTo(nil)
 	case s.key == 18:
-		out, err = rewriteApiVersions(s.version, body, c.p.state.load().table)
+		t := c.p.state.load().table
+		var r *kmsg.ApiVersionsResponse
+		if r, err = limitedApiVersions(s.version, body, t); err == nil {
+			c.p.avs.learn(c.info.Upstream, s.version, t, r)
+			out = r.AppendTo(nil)
+		}
 	default:
 		out, err = rewriteResponseBody(s.key, s.version, body, c.p.advertise)
 	}

@@ -59,6 +59,9 @@ func FromConfig(cfg *config.Config) (Options, error) {
 		}
 	}
 	u := cfg.Upstream
+	// An upstream that wants the gateway to authenticate wants every client
+	// to: the gateway must not answer for it before they have.
+	o.RequireClientSASL = u.SASLMechanism != ""
 	switch u.SASLMechanism {
 	case "":
 	case "PLAIN":

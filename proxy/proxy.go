@@ -115,8 +115,28 @@ type Options struct {
 	// may answer them itself.
 	Interceptor Interceptor
 
+	// RequireClientSASL says the upstream authenticates its clients with
+	// SASL (the gateway's own connections do). A client connection's
+	// requests then reach the interceptor only once the client has
+	// authenticated upstream through it; before that an intercepted request
+	// closes the connection, as a broker's SASL listener closes a
+	// connection on any request but ApiVersions, SaslHandshake and
+	// SaslAuthenticate. Without it, a client that never authenticates could
+	// join, commit for or delete a managed group, which the gateway answers
+	// itself and forwards with its own credentials.
+	RequireClientSASL bool
+
+	// MaxVersions, when set, caps the versions offered in ApiVersions for
+	// the keys it reports (ok true): the keys the interceptor answers
+	// itself at fewer versions than the upstream speaks. Without the cap a
+	// client picks the upstream's newest version, which the interceptor
+	// then refuses with UNSUPPORTED_VERSION (Kafka 4.4 offers
+	// DescribeGroups v6 and DeleteGroups v3).
+	MaxVersions func(key int16) (max int16, ok bool)
+
 	// OnRequest, when set, is called once per answered client request
-	// with its API key, whether the interceptor answered it locally, and
+	// with its API key, whether it was answered locally (by the interceptor,
+	// or ApiVersions from a remembered upstream answer, see apiversions.go), and
 	// the time from reading it to queueing its answer (responses streamed
 	// straight through are not reported). It must not block.
 	OnRequest func(key int16, local bool, d time.Duration)
@@ -132,6 +152,11 @@ type Options struct {
 	// of the first Fetch request of version 11 or later on each client
 	// connection. It must not block.
 	OnFetchRack func(c ConnInfo, clientID, rack string)
+	// OnUnreachable, when set, is called (from the connection's goroutine;
+	// it must not block) each time a client connection is closed because
+	// its broker could not be dialled. The daemon checks the upstream at
+	// once rather than at its next metadata refresh.
+	OnUnreachable func(err error)
 
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -154,9 +179,15 @@ type Proxy struct {
 	listHost string    // host the listeners bind to
 	flexFrom [maxKey + 1]int16
 
-	state  atomicState // upstream brokers and API versions
-	ctx    context.Context
-	cancel context.CancelFunc
+	state atomicState // upstream brokers and API versions
+	// avs remembers the upstream's ApiVersions answers (apiversions.go).
+	avs apiVersionsCache
+	// unreachable paces the log of client connections closed because
+	// their broker could not be dialled: during an outage every client
+	// reconnects several times a second.
+	unreachable logPacer
+	ctx         context.Context
+	cancel      context.CancelFunc
 
 	mu        sync.Mutex
 	closing   bool

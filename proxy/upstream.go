@@ -125,7 +125,8 @@ func kmsgMax(key int16) int16 {
 	return r.MaxVersion()
 }
 
-// buildTable intersects the brokers' ranges with kmsg's.
+// buildTable intersects the brokers' ranges with kmsg's and with
+// Options.MaxVersions.
 func (p *Proxy) buildTable(versions map[int32][]apiVersions) *apiTable {
 	t := &apiTable{}
 	first := true
@@ -140,6 +141,11 @@ func (p *Proxy) buildTable(versions map[int32][]apiVersions) *apiTable {
 				continue
 			}
 			lo, hi := v.min, min(v.max, km)
+			if p.opts.MaxVersions != nil {
+				if capped, ok := p.opts.MaxVersions(v.key); ok {
+					hi = min(hi, capped)
+				}
+			}
 			if lo > hi {
 				continue
 			}
