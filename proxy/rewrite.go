@@ -150,6 +150,16 @@ func rewriteResponseBody(key, version int16, body []byte, adv advertiser) ([]byt
 // accepts. A response carrying an error (UNSUPPORTED_VERSION is in v0
 // format whatever the request's version, KIP-511) passes unchanged.
 func rewriteApiVersions(version int16, body []byte, t *apiTable) ([]byte, error) {
+	r, err := limitedApiVersions(version, body, t)
+	if err != nil {
+		return nil, err
+	}
+	return r.AppendTo(nil), nil
+}
+
+// limitedApiVersions decodes an ApiVersions response body and limits it as
+// rewriteApiVersions does; an error answer is errNotRewritten.
+func limitedApiVersions(version int16, body []byte, t *apiTable) (*kmsg.ApiVersionsResponse, error) {
 	if len(body) >= 2 && binary.BigEndian.Uint16(body) != 0 {
 		return nil, errNotRewritten
 	}
@@ -159,7 +169,7 @@ func rewriteApiVersions(version int16, body []byte, t *apiTable) ([]byte, error)
 	}
 	r := resp.(*kmsg.ApiVersionsResponse)
 	limitApiVersions(r, t)
-	return r.AppendTo(nil), nil
+	return r, nil
 }
 
 func limitApiVersions(r *kmsg.ApiVersionsResponse, t *apiTable) {

@@ -1,0 +1,103 @@
+package proxy
+
+import (
+	"regexp"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A client's ApiVersions is the first request on every new connection, and
+// the client sends nothing else until it is answered. Forwarding it costs a
+// full upstream round trip before the connection can do anything, which on
+// a busy upstream is most of a client's start-up (measured through the
+// gateway with 50 consumers fetching: a new connection's ApiVersions took
+// 5-50 ms, the request after it a fraction of that; see BENCHMARKS.md).
+//
+// The answer is the same for every connection to one broker until the
+// broker is upgraded or its finalized features change, and the proxy
+// rewrites it anyway. So once an upstream answer for a node and request
+// version has passed through, later ApiVersions requests to that node are
+// answered at once from it, and still forwarded: the broker records the
+// client's software name and version (KIP-511) as before, and its answer,
+// read and dropped, replaces the remembered one. An answer is therefore at
+// most one connection behind the broker's own, and clients keep the highest
+// finalized-features epoch they have seen (KIP-584), so a stale copy cannot
+// take a feature back from them.
+//
+// Requests whose answer could differ from the remembered one are forwarded
+// and answered by the broker as before: an error answer is never
+// remembered, a request with a client software name or version the broker
+// would refuse as INVALID_REQUEST (KIP-511's pattern) is not answered
+// locally, and a change of the proxy's API table forgets every answer.
+
+// softwarePattern is KIP-511's rule for ClientSoftwareName and
+// ClientSoftwareVersion; brokers answer INVALID_REQUEST to others.
+var softwarePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+
+// avKey names one remembered ApiVersions answer: an upstream node and the
+// request's version, which fixes the response's layout.
+type avKey struct {
+	node    int32
+	version int16
+}
+
+// avAnswer is a remembered answer, valid for the API table it was limited
+// to.
+type avAnswer struct {
+	table *apiTable
+	body  []byte // response body, throttle time zeroed; never modified
+}
+
+// apiVersionsCache holds the latest successful ApiVersions answer per node
+// and version. It is safe for concurrent use.
+type apiVersionsCache struct {
+	mu      sync.Mutex
+	answers map[avKey]avAnswer
+}
+
+// get returns the remembered body for node and version, if it was limited
+// to table.
+func (c *apiVersionsCache) get(node int32, version int16, table *apiTable) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.answers[avKey{node, version}]
+	// Compared by value: the refresher builds a new table on every poll,
+	// usually equal to the last.
+	if !ok || *a.table != *table {
+		return nil, false
+	}
+	return a.body, true
+}
+
+// learn remembers the upstream's answer for node and version, already
+// limited to table; an error answer is not remembered.
+func (c *apiVersionsCache) learn(node int32, version int16, table *apiTable, r *kmsg.ApiVersionsResponse) {
+	if r.ErrorCode != 0 || len(r.ApiKeys) == 0 {
+		return
+	}
+	cp := *r
+	cp.ThrottleMillis = 0 // a throttle applied to one connection is not the next one's
+	body := cp.AppendTo(nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.answers == nil {
+		c.answers = make(map[avKey]avAnswer)
+	}
+	c.answers[avKey{node, version}] = avAnswer{table: table, body: body}
+}
+
+// answerableLocally reports whether an ApiVersions request body at version
+// would get the broker's ordinary answer: from v3 the broker checks the
+// client's software name and version.
+func answerableLocally(version int16, body []byte) bool {
+	if version < 3 {
+		return true
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(version)
+	if err := req.ReadFrom(body); err != nil {
+		return false
+	}
+	return softwarePattern.MatchString(req.ClientSoftwareName) && softwarePattern.MatchString(req.ClientSoftwareVersion)
+}

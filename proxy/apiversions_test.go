@@ -1,0 +1,111 @@
+package proxy
+
+import (
+	"bytes"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestProxy_ApiVersionsOnANewConnectionIsAnsweredAtOnceAndStillForwarded
+// checks the remembered ApiVersions answer: once one connection's request
+// at a version went upstream, a new connection's request at that version
+// gets the same answer without waiting for the upstream, the upstream still
+// receives it (KIP-511's client software record), and a request whose
+// software name the broker would refuse is not answered locally.
+func TestProxy_ApiVersionsOnANewConnectionIsAnsweredAtOnceAndStillForwarded(t *testing.T) {
+	e := startEnv(t, 1, nil)
+	// The upstream counts ApiVersions and, once slow is set, takes that
+	// long over each, so that a local answer is told apart by its speed.
+	var seen atomic.Int64
+	var slow atomic.Int64
+	e.cluster.ControlKey(18, func(kmsg.Request) (kmsg.Response, error, bool) {
+		e.cluster.KeepControl()
+		seen.Add(1)
+		time.Sleep(time.Duration(slow.Load()))
+		return nil, nil, false
+	})
+	const delay = 700 * time.Millisecond
+	encode := func(r *kmsg.ApiVersionsResponse) []byte {
+		cp := *r
+		cp.ThrottleMillis = 0
+		return cp.AppendTo(nil)
+	}
+	request := func(v int16, software string) *kmsg.ApiVersionsRequest {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = v
+		req.ClientSoftwareName, req.ClientSoftwareVersion = software, "1.0"
+		return req
+	}
+	waitSeen := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for seen.Load() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("upstream saw %d ApiVersions requests, want %d", seen.Load(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	for v := int16(0); v <= kmsg.NewPtrApiVersionsRequest().MaxVersion(); v++ {
+		slow.Store(0)
+		before := seen.Load()
+		first := dialRaw(t, e.proxy.Addr()).roundTrip(request(v, "first")).(*kmsg.ApiVersionsResponse)
+		if first.ErrorCode != 0 {
+			t.Fatalf("v%d: upstream answered error %d", v, first.ErrorCode)
+		}
+		waitSeen(before + 1)
+
+		slow.Store(int64(delay))
+		began := time.Now()
+		second := dialRaw(t, e.proxy.Addr()).roundTrip(request(v, "second")).(*kmsg.ApiVersionsResponse)
+		if took := time.Since(began); took >= delay {
+			t.Errorf("v%d: a new connection's ApiVersions took %v: it waited for the upstream", v, took)
+		}
+		if !bytes.Equal(encode(first), encode(second)) {
+			t.Errorf("v%d: the local answer differs from the upstream's:\n%+v\n%+v", v, first, second)
+		}
+		waitSeen(before + 2)
+
+		if v < 3 {
+			continue // no software name before v3
+		}
+		began = time.Now()
+		dialRaw(t, e.proxy.Addr()).roundTrip(request(v, "not valid!"))
+		if took := time.Since(began); took < delay {
+			t.Errorf("v%d: an ApiVersions with a software name brokers refuse was answered locally after %v", v, took)
+		}
+	}
+}
+
+func TestAnswerableLocallyFollowsKIP511SoftwarePattern(t *testing.T) {
+	for _, tc := range []struct {
+		version         int16
+		name, swVersion string
+		want            bool
+	}{
+		{0, "", "", true}, // no software fields before v3
+		{3, "apache-kafka-java", "4.4.0", true},
+		{3, "franz-go", "v1.22.3", true},
+		{4, "librdkafka", "2.16.0", true},
+		{3, "", "1.0", false},
+		{3, "kgo", "", false},
+		{3, "-lead", "1", false},
+		{3, "trail.", "1", false},
+		{3, "sp ace", "1", false},
+		{4, "kgo", "1.0_rc", false},
+	} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = tc.version
+		req.ClientSoftwareName, req.ClientSoftwareVersion = tc.name, tc.swVersion
+		if got := answerableLocally(tc.version, req.AppendTo(nil)); got != tc.want {
+			t.Errorf("v%d name %q version %q: answerable locally %v, want %v", tc.version, tc.name, tc.swVersion, got, tc.want)
+		}
+	}
+	if answerableLocally(3, []byte{0xff}) {
+		t.Error("an undecodable v3 request was called answerable locally")
+	}
+}
