@@ -202,6 +202,9 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 
 	popts.Client = d.client
 	popts.Interceptor = gw
+	// Offer clients no version of a group API that the coordinator would
+	// refuse for a managed group.
+	popts.MaxVersions = coordinator.MaxVersion
 	popts.OnFetchRack = func(c proxy.ConnInfo, clientID, rack string) {
 		// Clients that send their rack only in Fetch requests (KIP-392)
 		// learn it after their first assignment: a new rack rebalances the
@@ -212,6 +215,14 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 	}
 	popts.OnRequest = func(key int16, local bool, d time.Duration) {
 		m.ProxiedRequest(kmsg.NameForKey(key), local, d)
+	}
+	popts.OnUnreachable = func(error) {
+		// Check the upstream now: if it is down, member sessions pause
+		// before they can expire.
+		select {
+		case d.refresh <- struct{}{}:
+		default:
+		}
 	}
 	popts.Listen = d.prebound.take
 	popts.Logger = log
@@ -346,21 +357,40 @@ func (d *daemon) rebalanceOnReload(assignors []string) {
 func (d *daemon) watchMetadata(ctx context.Context) {
 	t := time.NewTicker(d.cfg.Upstream.MetadataRefresh)
 	defer t.Stop()
+	// A metadata request that takes longer than this counts as the upstream
+	// not answering; kgo would otherwise keep retrying for a long while.
+	timeout := min(d.cfg.Upstream.MetadataRefresh, 5*time.Second)
+	down := false
 	for {
 		topics := d.driver.SubscribedTopics()
 		if len(topics) > 0 {
-			if md, err := fetchMetadata(ctx, d.client, topics, d.cfg.Upstream.BrokerRacks); err != nil {
+			fctx, cancel := context.WithTimeout(ctx, timeout)
+			md, err := fetchMetadata(fctx, d.client, topics, d.cfg.Upstream.BrokerRacks)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
 				d.log.Warn("metadata refresh failed", "err", err)
 				d.metrics.UpstreamError("metadata")
 			} else {
 				d.driver.SetMetadata(md, topics)
 			}
+			// Members cannot reach the gateway while the upstream is down;
+			// their sessions wait for it to come back.
+			down = err != nil
+			d.driver.SetUpstreamReachable(!down)
 		}
 		d.checkSplitBrain(ctx)
+		var retry <-chan time.Time
+		if down {
+			retry = time.After(time.Second) // notice the return quickly
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-retry:
 		case <-d.refresh:
 		}
 	}
