@@ -12,7 +12,7 @@ APT_PKGS := wabt clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
 BENCHTIME ?= 1x
 KAFKA_VERSION ?= 4.4.0
 
-.PHONY: all build plugins testdata tools e2e-tools kafka-cache test vet bench bench-gateway run clean FORCE
+.PHONY: all build plugins testdata tools e2e-tools kafka-cache test vet bench bench-gateway bench-realkafka run clean FORCE
 
 all: build
 
@@ -90,6 +90,10 @@ bench: build testdata
 ## bench-gateway: issue 5's benchmarks: rebalance latency, paused partitions and throughput, gateway vs kfake direct.
 bench-gateway: build
 	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -run '^$$' -bench Gateway -benchtime 10x ./e2e/
+
+## bench-realkafka: the gateway benchmarks with a real Kafka 4.4 broker as upstream (issue 8), against the broker's own coordinator.
+bench-realkafka: build kafka-cache
+	REALKAFKA_REQUIRED=1 WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 30m -run '^$$' -bench RealKafka -benchtime 5x ./e2e/
 
 ## run: the gateway on its embedded cluster (examples/gateway.toml); Ctrl-C stops it.
 run: build

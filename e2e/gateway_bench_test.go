@@ -5,18 +5,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
+	"github.com/wasmassign/wasmassign/internal/testutil/realkafka"
 )
 
 // The gateway benchmarks of issue 5 (`make bench-gateway`). Each runs the
@@ -25,6 +31,9 @@ import (
 // cluster (kfake's own group coordinator), alternating within one run, so
 // the reported ratios cancel out the machine's noise. Both sides have no
 // initial rebalance delay and accept short session timeouts.
+// BenchmarkRealKafka, at the end of the file, repeats them with a real
+// broker as the upstream (issue 8); its name lacks "Gateway" so that
+// `-bench Gateway` does not start a JVM.
 //
 //	go test ./e2e/ -run '^$' -bench Gateway -benchtime 10x
 
@@ -36,26 +45,35 @@ const (
 // benchSides names the two sides in the order of benchEnv.seeds.
 func benchSides() [2]string { return [2]string{"direct", "gateway"} }
 
-// benchEnv is a kfake cluster and a gateway daemon in front of it.
+// benchEnv is an upstream cluster (in-process kfake, or a real broker) and
+// a gateway daemon in front of it.
 type benchEnv struct {
-	cluster *kfake.Cluster
-	seeds   [2][]string // direct, gateway
-	pid     int         // the daemon's process id
+	seeds [2][]string // direct, gateway
+	pid   int         // the daemon's process id
+	// runs counts the benchmark runs on this environment, so that each
+	// run's groups and topics are new even where the environment outlives
+	// a run (a real broker serves several sub-benchmarks).
+	runs int
 }
 
-// startBenchEnv starts kfake with the given extra topics seeded and a
-// daemon proxying it, both stopped by b's cleanup.
-func startBenchEnv(b *testing.B, topics ...string) *benchEnv {
+// startBenchEnv starts kfake with benchTopic seeded and a daemon proxying
+// it, both stopped by b's cleanup.
+func startBenchEnv(b *testing.B) *benchEnv {
 	b.Helper()
 	opts := append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(3), kfake.SeedTopics(benchPartitions, benchTopic))
-	if len(topics) > 0 {
-		opts = append(opts, kfake.SeedTopics(6, topics...))
-	}
 	cluster, err := kfake.NewCluster(opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(cluster.Close)
+	return startBenchGateway(b, cluster.ListenAddrs())
+}
+
+// startBenchGateway starts a daemon in front of the upstream brokers: the
+// groups of the gateway side are managed, with no initial rebalance delay
+// and short sessions allowed; all others pass through.
+func startBenchGateway(b *testing.B, upstream []string) *benchEnv {
+	b.Helper()
 	cfg := fmt.Sprintf(`
 [server]
 listen = "127.0.0.1:0"
@@ -71,12 +89,12 @@ metadata_refresh = "1s"
 level = "warn"
 
 [[groups]]
-match = "*"
+match = "*-gateway-*"   # the gateway side's groups; the passthrough side's are only forwarded
 initial_rebalance_delay = "0s"
 min_session_timeout = "100ms"
-`, tomlStrings(cluster.ListenAddrs()))
+`, tomlStrings(upstream))
 	bootstrap, pid := startBenchDaemon(b, cfg)
-	return &benchEnv{cluster: cluster, seeds: [2][]string{cluster.ListenAddrs(), {bootstrap}}, pid: pid}
+	return &benchEnv{seeds: [2][]string{upstream, {bootstrap}}, pid: pid}
 }
 
 // startBenchDaemon runs the binary under test on configText and returns its
@@ -261,48 +279,86 @@ func startMembers(b *testing.B, rig *kfakegroup.Rig, names []string, o kfakegrou
 	}
 }
 
+// rebalanceSides are the three ways BenchmarkGatewayRebalance runs the same
+// members: on kfake's own coordinator ("direct"), on kfake's coordinator
+// through the daemon, which only forwards because the group matches no
+// [[groups]] rule ("passthrough"), and on the daemon's coordinator
+// ("gateway"). Passthrough against direct is the cost of the extra hop
+// alone; gateway against passthrough is what the coordinator adds or saves.
+func rebalanceSides() [3]string { return [3]string{"direct", "passthrough", "gateway"} }
+
+// rebalanceSeeds returns the bootstrap addresses of side i of
+// rebalanceSides: the daemon for both passthrough and gateway.
+func (e *benchEnv) rebalanceSeeds(i int) []string { return e.seeds[min(i, 1)] }
+
+// settleTime is how long BenchmarkGatewayRebalance lets a group of 51
+// settle (every member fetching, no connection being opened) before a
+// 52nd member joins it.
+const settleTime = time.Second
+
 // BenchmarkGatewayRebalance measures, for eager range members, the time
 // from starting 50 kgo members to the group being stable (every member
-// holding its partitions), then the time from starting a 51st member to
-// stable again, through the gateway and directly on kfake's coordinator.
-// The ratios gateway/direct have a goal of at most 1.2.
+// holding its partitions), then the time from starting a 51st member, at
+// the moment the group became stable, to stable again, and the time from
+// starting a 52nd member after the group has settled for settleTime. Each
+// runs on the three sides of rebalanceSides, taking turns within an
+// iteration. Every figure is the median over iterations, so that a few
+// iterations stalled by other processes on the machine do not decide a
+// ratio. The goal for gateway/direct is at most 1.2.
+//
+// The 51st member starts while the 50 are opening their fetch connections
+// and resetting their offsets, so its start-up (ApiVersions, Metadata,
+// FindCoordinator and two more connections before its JoinGroup) queues
+// behind theirs; the 52nd joins a group in its steady state.
 func BenchmarkGatewayRebalance(b *testing.B) {
+	benchRebalance(b, startBenchEnv(b))
+}
+
+// benchRebalance is BenchmarkGatewayRebalance on e, whose upstream has
+// benchTopic.
+func benchRebalance(b *testing.B, e *benchEnv) {
 	const members = 50
-	e := startBenchEnv(b)
+	e.runs++
+	sides := rebalanceSides()
 	names := memberNames(members)
-	var join50, join1, firstJoin, detect, finish [2]time.Duration
+	var join50, join1, settled, clientStart, clientConnect, detect, finish [3][]time.Duration
 	gwCPU0, okG := cpuTime(e.pid)
 	selfCPU0, okS := cpuTime(os.Getpid())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for _, side := range []int{i % 2, 1 - i%2} {
+		for k := range sides {
+			side := (i + k) % len(sides)
+			name := sides[side]
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			rig := kfakegroup.NewRig(e.seeds[side], fmt.Sprintf("rebalance-%s-%d", benchSides()[side], i), []string{benchTopic}, nil)
+			rig := kfakegroup.NewRig(e.rebalanceSeeds(side), fmt.Sprintf("rebalance-%s-%d-%d", name, e.runs, i), []string{benchTopic}, nil)
 			o := benchConsumer(kgo.RangeBalancer())
 			start := time.Now()
 			startMembers(b, rig, names, o)
 			at, err := stableAt(ctx, rig, names, 0)
 			if err != nil {
-				b.Fatalf("%s: 50 joining: %v", benchSides()[side], err)
+				b.Fatalf("%s: 50 joining: %v", name, err)
 			}
-			join50[side] += at.Sub(start)
+			join50[side] = append(join50[side], at.Sub(start))
 
+			// One member joins at once.
 			mark := rig.Ledger().Mark()
-			hook := &firstJoinHook{}
+			hook := &startupHook{}
 			late := o
 			late.Extra = []kgo.Opt{kgo.WithHooks(hook)}
 			start = time.Now()
 			startMembers(b, rig, []string{"late"}, late)
-			at, err = stableAt(ctx, rig, append(names[:members:members], "late"), mark)
+			all := append(names[:members:members], "late")
+			at, err = stableAt(ctx, rig, all, mark)
 			if err != nil {
-				b.Fatalf("%s: one joining 50: %v", benchSides()[side], err)
+				b.Fatalf("%s: one joining 50: %v", name, err)
 			}
-			join1[side] += at.Sub(start)
+			join1[side] = append(join1[side], at.Sub(start))
 			// Split the join into the new client's start-up (until it
-			// writes its first JoinGroup), the time until the first old
-			// member revokes (it has learnt of the rebalance from a
-			// heartbeat), and the time from the last revocation to stable (JoinGroup
-			// and SyncGroup rounds), to show where a difference lies.
+			// writes its first JoinGroup; of that, the time its
+			// connections took to open, ApiVersions included), the time
+			// until the first old member revokes (it has learnt of the
+			// rebalance from a heartbeat), and the time from the last
+			// revocation to stable (JoinGroup and SyncGroup rounds).
 			var first, last time.Time
 			for _, ev := range rig.Ledger().Events(mark) {
 				if ev.Kind == kfakegroup.Revoked {
@@ -312,11 +368,23 @@ func BenchmarkGatewayRebalance(b *testing.B) {
 					last = ev.At
 				}
 			}
-			if j := hook.at(); !first.IsZero() && !j.IsZero() {
-				firstJoin[side] += j.Sub(start)
-				detect[side] += first.Sub(j)
-				finish[side] += at.Sub(last)
+			if j, conns := hook.result(); !first.IsZero() && !j.IsZero() {
+				clientStart[side] = append(clientStart[side], j.Sub(start))
+				clientConnect[side] = append(clientConnect[side], conns)
+				detect[side] = append(detect[side], first.Sub(j))
+				finish[side] = append(finish[side], at.Sub(last))
 			}
+
+			// One more joins the settled group of 51.
+			time.Sleep(settleTime)
+			mark = rig.Ledger().Mark()
+			start = time.Now()
+			startMembers(b, rig, []string{"late2"}, o)
+			at, err = stableAt(ctx, rig, append(all, "late2"), mark)
+			if err != nil {
+				b.Fatalf("%s: one joining a settled 51: %v", name, err)
+			}
+			settled[side] = append(settled[side], at.Sub(start))
 			cancel()
 			abandonAll(rig)
 		}
@@ -324,49 +392,85 @@ func BenchmarkGatewayRebalance(b *testing.B) {
 	b.StopTimer()
 	n := float64(b.N)
 	// The daemon's CPU time against that of this process (kfake and every
-	// client of both sides): on a 2-core machine, contention explains much
-	// of the gateway side's extra latency.
+	// client of all sides): on a 2-core machine, contention explains much
+	// of the daemon's extra latency.
 	if gwCPU1, ok := cpuTime(e.pid); ok && okG {
 		b.ReportMetric((gwCPU1-gwCPU0).Seconds()/n, "gateway-daemon-cpu-s/op")
 	}
 	if selfCPU1, ok := cpuTime(os.Getpid()); ok && okS {
 		b.ReportMetric((selfCPU1-selfCPU0).Seconds()/n, "bench-process-cpu-s/op")
 	}
-	for side, name := range benchSides() {
-		b.ReportMetric(firstJoin[side].Seconds()*1e3/n, name+"-join1-client-start-ms")
-		b.ReportMetric(detect[side].Seconds()*1e3/n, name+"-join1-to-first-revoke-ms")
-		b.ReportMetric(finish[side].Seconds()*1e3/n, name+"-join1-last-revoke-to-stable-ms")
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 }
+	for side, name := range sides {
+		b.ReportMetric(ms(median(clientStart[side])), name+"-join1-client-start-ms")
+		b.ReportMetric(ms(median(clientConnect[side])), name+"-join1-client-connect-ms")
+		b.ReportMetric(ms(median(detect[side])), name+"-join1-to-first-revoke-ms")
+		b.ReportMetric(ms(median(finish[side])), name+"-join1-last-revoke-to-stable-ms")
+		b.ReportMetric(ms(median(join50[side])), name+"-join50-ms")
+		b.ReportMetric(ms(median(join1[side])), name+"-join1-ms")
+		b.ReportMetric(ms(median(settled[side])), name+"-join1-settled-ms")
 	}
-	b.ReportMetric(join50[0].Seconds()*1e3/n, "direct-join50-ms")
-	b.ReportMetric(join50[1].Seconds()*1e3/n, "gateway-join50-ms")
-	b.ReportMetric(join50[1].Seconds()/join50[0].Seconds(), "join50-ratio")
-	b.ReportMetric(join1[0].Seconds()*1e3/n, "direct-join1-ms")
-	b.ReportMetric(join1[1].Seconds()*1e3/n, "gateway-join1-ms")
-	b.ReportMetric(join1[1].Seconds()/join1[0].Seconds(), "join1-ratio")
+	ratio := func(metric string, v [3][]time.Duration) {
+		d, p, g := median(v[0]), median(v[1]), median(v[2])
+		b.ReportMetric(g.Seconds()/d.Seconds(), metric+"-ratio")
+		b.ReportMetric(p.Seconds()/d.Seconds(), metric+"-passthrough-ratio")
+	}
+	ratio("join50", join50)
+	ratio("join1", join1)
+	ratio("join1-settled", settled)
+	ratio("join1-client-start", clientStart)
 }
 
-// firstJoinHook records when a client first wrote a JoinGroup request.
-type firstJoinHook struct {
-	mu    sync.Mutex
-	first time.Time
+// median returns the median of ds (the mean of the middle two for an even
+// count), 0 for none. It sorts a copy.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// startupHook records when a client first wrote a JoinGroup request, and
+// how long the connections it opened before that took to open (dial and
+// ApiVersions, as kgo's OnBrokerConnect reports).
+type startupHook struct {
+	mu       sync.Mutex
+	join     time.Time
+	connects time.Duration
+}
+
+// OnBrokerConnect implements kgo.HookBrokerConnect.
+func (h *startupHook) OnBrokerConnect(_ kgo.BrokerMetadata, initDur time.Duration, _ net.Conn, _ error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.join.IsZero() {
+		h.connects += initDur
+	}
 }
 
 // OnBrokerWrite implements kgo.HookBrokerWrite.
-func (h *firstJoinHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+func (h *startupHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
 	if key != 11 || err != nil { // 11: JoinGroup
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.first.IsZero() {
-		h.first = time.Now()
+	if h.join.IsZero() {
+		h.join = time.Now()
 	}
 }
 
-func (h *firstJoinHook) at() time.Time {
+// result returns when the first JoinGroup was written (zero if none was)
+// and the time spent opening connections before it.
+func (h *startupHook) result() (time.Time, time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.first
+	return h.join, h.connects
 }
 
 // BenchmarkGatewayCooperativePause starts 10 cooperative-sticky members,
@@ -478,11 +582,17 @@ func pauses(events []kfakegroup.Event, unmoved map[kfakegroup.TopicPartition]boo
 // rates and their ratio (goal: at least 0.95). The records are consumed
 // without a group, so this measures the data path, not the coordinator.
 func BenchmarkGatewayThroughput(b *testing.B) {
+	benchThroughput(b, startBenchEnv(b))
+}
+
+// benchThroughput is BenchmarkGatewayThroughput on e. Each side produces
+// to its own new topic of 6 partitions.
+func benchThroughput(b *testing.B, e *benchEnv) {
 	const (
 		records = 50_000
 		size    = 200
 	)
-	e := startBenchEnv(b, "tput-direct", "tput-gateway")
+	e.runs++
 	ctx := context.Background()
 	value := make([]byte, size)
 	produce := func(cl *kgo.Client, n int) {
@@ -508,7 +618,8 @@ func BenchmarkGatewayThroughput(b *testing.B) {
 	}
 	var prods, conss [2]*kgo.Client
 	for side, name := range benchSides() {
-		topic := "tput-" + name
+		topic := fmt.Sprintf("tput-%s-%d", name, e.runs)
+		benchCreateTopic(ctx, b, e.seeds[0], topic, 6)
 		prod, err := kgo.NewClient(kgo.SeedBrokers(e.seeds[side]...), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))
 		if err != nil {
 			b.Fatal(err)
@@ -540,4 +651,102 @@ func BenchmarkGatewayThroughput(b *testing.B) {
 	b.ReportMetric(direct, "direct-MB/s")
 	b.ReportMetric(gateway, "gateway-MB/s")
 	b.ReportMetric(gateway/direct, "ratio")
+	// Which half differs: time to produce (until Flush returns) and then
+	// to consume, gateway over direct (above 1: the gateway is slower).
+	b.ReportMetric(producing[1].Seconds()/producing[0].Seconds(), "produce-time-ratio")
+	b.ReportMetric((elapsed[1]-producing[1]).Seconds()/(elapsed[0]-producing[0]).Seconds(), "consume-time-ratio")
+}
+
+// benchCreateTopic creates topic with partitions partitions (replication 1)
+// through the upstream brokers seeds, and waits until every partition has a
+// leader.
+func benchCreateTopic(ctx context.Context, b *testing.B, seeds []string, topic string, partitions int32) {
+	b.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 60_000
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		b.Fatalf("creating topic %s: %v", topic, err)
+	}
+	for _, t := range resp.Topics {
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			b.Fatalf("creating topic %s: %v", topic, err)
+		}
+	}
+	for {
+		md := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topic)
+		md.Topics = append(md.Topics, mt)
+		if resp, err := md.RequestWith(ctx, cl); err == nil && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0 &&
+			len(resp.Topics[0].Partitions) == int(partitions) && !slices.ContainsFunc(resp.Topics[0].Partitions, func(p kmsg.MetadataResponseTopicPartition) bool { return p.Leader < 0 }) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatalf("topic %s has no leader for every partition: %v", topic, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// The same benchmarks with a real Apache Kafka broker as the upstream
+// (issue 8): the direct side is the broker's own group coordinator. The
+// broker is the realkafka harness's single KRaft node, which sets
+// group.initial.rebalance.delay.ms to 0 like the gateway's
+// initial_rebalance_delay here; its minimum session timeout is lowered so
+// that the members' 3 s sessions are accepted on both sides. The benchmark
+// skips when the Kafka jars are not cached (`make kafka-cache`), unless
+// REALKAFKA_REQUIRED=1.
+//
+//	go test ./e2e/ -run '^$' -bench RealKafka -benchtime 5x
+
+// BenchmarkRealKafka starts one broker and one daemon for its
+// sub-benchmarks: Throughput (benchThroughput) and Rebalance
+// (benchRebalance), both against that broker.
+func BenchmarkRealKafka(b *testing.B) {
+	e := startRealKafkaBenchEnv(b)
+	b.Run("Throughput", func(b *testing.B) { benchThroughput(b, e) })
+	b.Run("Rebalance", func(b *testing.B) { benchRebalance(b, e) })
+}
+
+// startRealKafkaBenchEnv starts a broker with benchTopic and a daemon in
+// front of it, or skips when there are no cached jars.
+func startRealKafkaBenchEnv(b *testing.B) *benchEnv {
+	b.Helper()
+	root := testutil.Root(b)
+	if _, err := realkafka.EnsureCache(context.Background(), root, realkafka.DefaultCacheDir(root, realkafka.DefaultVersion), realkafka.DefaultVersion, false); err != nil {
+		if os.Getenv(realkafka.EnvRequired) == "1" {
+			b.Fatal(err)
+		}
+		b.Skipf("no real broker: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := realkafka.Start(ctx, b, realkafka.Options{
+		JVMFlags: benchJVMFlags(),
+		ServerProperties: map[string]string{
+			// The broker's default minimum is 6 s, above the members' 3 s.
+			"group.min.session.timeout.ms": "100",
+		},
+	})
+	benchCreateTopic(ctx, b, c.Addrs(), benchTopic, benchPartitions)
+	return startBenchGateway(b, c.Addrs())
+}
+
+// benchJVMFlags are the harness's broker flags without the C1-only
+// compiler, which starts faster but serves slower, as the harness advises
+// for benchmarks.
+func benchJVMFlags() []string {
+	return slices.DeleteFunc(realkafka.DefaultJVMFlags(), func(f string) bool { return f == "-XX:TieredStopAtLevel=1" })
 }
