@@ -14,27 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/hostile"
 )
-
-const hostileConfig = `
-[server]
-listen = "127.0.0.1:0"
-advertised_host = "127.0.0.1"
-broker_port_base = 0
-admin_listen = "127.0.0.1:0"
-
-[upstream]
-metadata_refresh = "1s"
-[upstream.embedded]
-brokers = 2
-topics = ["survivors:4:1"]
-
-[[groups]]
-match = "*"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-`
 
 // TestBadInput_RandomBytesUnderEveryKeyAndVersionLeaveTheDaemonServing is
 // issue 5's live test: a managed group consumes through the daemon binary
@@ -47,7 +29,11 @@ func TestBadInput_RandomBytesUnderEveryKeyAndVersionLeaveTheDaemonServing(t *tes
 	if testing.Short() {
 		t.Skip("sends a few thousand hostile requests")
 	}
-	d := startDaemon(t, t.TempDir(), hostileConfig)
+	d := startDaemon(t, t.TempDir(), testutil.GatewayConfig{
+		EmbeddedBrokers: 2,
+		EmbeddedTopics:  []string{"survivors:4:1"},
+		Groups:          []testutil.GroupRule{{Match: "*"}},
+	}.String())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 

@@ -164,19 +164,28 @@ func (d *daemon) stop() error {
 
 // adminGroup is the admin API's view of one group.
 type adminGroup struct {
-	Group      string `json:"group"`
-	State      string `json:"state"`
-	Generation int32  `json:"generation"`
-	Protocol   string `json:"protocol"`
-	Assignor   string `json:"assignor"`
-	Members    []struct {
-		MemberID   string             `json:"member_id"`
-		InstanceID *string            `json:"instance_id"`
-		ClientID   string             `json:"client_id"`
-		Host       string             `json:"host"`
-		Rack       string             `json:"rack"`
-		Assignment map[string][]int32 `json:"assignment"`
-	} `json:"members"`
+	Group      string        `json:"group"`
+	State      string        `json:"state"`
+	Generation int32         `json:"generation"`
+	Protocol   string        `json:"protocol"`
+	Assignor   string        `json:"assignor"`
+	Members    []adminMember `json:"members"`
+	// LastRebalance is nil before the first assignment.
+	LastRebalance *struct {
+		// Withheld counts partitions a cooperative round held back for
+		// its KIP-429 follow-up round.
+		Withheld int `json:"withheld"`
+	} `json:"last_rebalance"`
+}
+
+// adminMember is the admin API's view of one member of a group.
+type adminMember struct {
+	MemberID   string             `json:"member_id"`
+	InstanceID *string            `json:"instance_id"`
+	ClientID   string             `json:"client_id"`
+	Host       string             `json:"host"`
+	Rack       string             `json:"rack"`
+	Assignment map[string][]int32 `json:"assignment"`
 }
 
 // group fetches /v1/groups/{id}; a missing group is an error.

@@ -58,6 +58,49 @@ func topicPlacement(ctx context.Context, cl *kgo.Client, topics ...string) (map[
 	return out, nil
 }
 
+// createTopic creates topic on the real broker, bypassing the gateway.
+func createTopic(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, partitions int32) {
+	t.Helper()
+	createTopics(ctx, t, cl, partitions, topic)
+}
+
+// createTopics creates topics of partitions partitions each (one replica)
+// on the real broker, bypassing the gateway.
+func createTopics(ctx context.Context, t *testing.T, cl *kgo.Client, partitions int32, topics ...string) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	for _, topic := range topics {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("create topics %v: %v", topics, err)
+	}
+	for _, rt := range resp.Topics {
+		if rt.ErrorCode != 0 {
+			t.Fatalf("create topic %s: error code %d", rt.Topic, rt.ErrorCode)
+		}
+	}
+}
+
+// describeGroup describes one group with DescribeGroups through cl; the
+// group's error code is the caller's to judge.
+func describeGroup(ctx context.Context, cl *kgo.Client, group string) (kmsg.DescribeGroupsResponseGroup, error) {
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return kmsg.DescribeGroupsResponseGroup{}, fmt.Errorf("DescribeGroups %s: %w", group, err)
+	}
+	if len(resp.Groups) != 1 || resp.Groups[0].Group != group {
+		return kmsg.DescribeGroupsResponseGroup{}, fmt.Errorf("DescribeGroups %s: answered %+v", group, resp.Groups)
+	}
+	return resp.Groups[0], nil
+}
+
 // endOffsets returns the high watermark of every partition of topic.
 func endOffsets(ctx context.Context, cl *kgo.Client, topic string, partitions int32) (map[int32]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
@@ -138,6 +181,13 @@ func checkCommittedAtEnd(ctx context.Context, cl *kgo.Client, group, topic strin
 // them) values to topic, spread round-robin over its partitions.
 func produce(ctx context.Context, t *testing.T, seeds []string, topic string, n int, opts ...kgo.Opt) {
 	t.Helper()
+	produced(ctx, t, seeds, topic, n, opts...)
+}
+
+// produced is produce, returning every record as the broker acknowledged
+// it.
+func produced(ctx context.Context, t *testing.T, seeds []string, topic string, n int, opts ...kgo.Opt) kgo.ProduceResults {
+	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
@@ -152,9 +202,11 @@ func produce(ctx context.Context, t *testing.T, seeds []string, topic string, n 
 	for i := range recs {
 		recs[i] = &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "r%d", i)}
 	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	res := cl.ProduceSync(ctx, recs...)
+	if err := res.FirstErr(); err != nil {
 		t.Fatalf("produce %d records to %s: %v", n, topic, err)
 	}
+	return res
 }
 
 // expected runs assign (a built-in assignor's native code) on the group the
@@ -164,14 +216,36 @@ func produce(ctx context.Context, t *testing.T, seeds []string, topic string, n 
 // is what cooperative members report they hold (from generation ownedGen);
 // with it the request is a cooperative one.
 func expected(g adminGroup, assign func(*abi.Request) (*abi.Response, error), pl map[string]placement, brokerRacks map[int32]string, owned map[string][]kfakegroup.TopicPartition, ownedGen int32) (map[string]map[string][]int32, error) {
-	req := &abi.Request{GroupID: g.Group, Generation: g.Generation, Protocol: g.Protocol, Assignor: g.Assignor}
+	req, names := assignRequest(g, pl, brokerRacks)
 	if owned != nil {
 		req.RebalanceProtocol = abi.Cooperative
+		for i := range req.Members {
+			am := &req.Members[i]
+			am.Cooperative, am.OwnedGeneration = true, ownedGen
+			for _, tp := range owned[am.ClientID] {
+				ti := int32(slices.Index(names, tp.Topic))
+				k := slices.IndexFunc(am.Owned, func(x abi.TopicPartitions) bool { return x.Topic == ti })
+				if k < 0 {
+					am.Owned = append(am.Owned, abi.TopicPartitions{Topic: ti})
+					k = len(am.Owned) - 1
+				}
+				am.Owned[k].Partitions = append(am.Owned[k].Partitions, tp.Partition)
+			}
+		}
 	}
+	return assignByMember(req, names, assign)
+}
+
+// assignRequest is the request a plugin would get for the group the admin
+// API shows, with topics placed as pl and the brokers in brokerRacks: every
+// member subscribes to every topic and reports nothing owned. names are
+// the topics in the request's order.
+func assignRequest(g adminGroup, pl map[string]placement, brokerRacks map[int32]string) (req *abi.Request, names []string) {
+	req = &abi.Request{GroupID: g.Group, Generation: g.Generation, Protocol: g.Protocol, Assignor: g.Assignor}
 	for _, id := range slices.Sorted(maps.Keys(brokerRacks)) {
 		req.Brokers = append(req.Brokers, abi.Broker{ID: id, Rack: brokerRacks[id]})
 	}
-	names := slices.Sorted(maps.Keys(pl))
+	names = slices.Sorted(maps.Keys(pl))
 	sets := map[string]uint32{}
 	set := func(rs []int32) uint32 {
 		k := fmt.Sprint(rs)
@@ -195,29 +269,23 @@ func expected(g adminGroup, assign func(*abi.Request) (*abi.Response, error), pl
 	}
 	for _, m := range g.Members {
 		am := abi.Member{MemberID: m.MemberID, ClientID: m.ClientID, Rack: m.Rack, Topics: all, OwnedGeneration: -1}
-		if owned != nil {
-			am.Cooperative, am.OwnedGeneration = true, ownedGen
-			for _, tp := range owned[m.ClientID] {
-				ti := int32(slices.Index(names, tp.Topic))
-				k := slices.IndexFunc(am.Owned, func(x abi.TopicPartitions) bool { return x.Topic == ti })
-				if k < 0 {
-					am.Owned = append(am.Owned, abi.TopicPartitions{Topic: ti})
-					k = len(am.Owned) - 1
-				}
-				am.Owned[k].Partitions = append(am.Owned[k].Partitions, tp.Partition)
-			}
-		}
 		if m.InstanceID != nil {
 			am.InstanceID = *m.InstanceID
 		}
 		req.Members = append(req.Members, am)
 	}
+	return req, names
+}
+
+// assignByMember runs assign on req, whose topics are names, and returns
+// what it gives each member id, by topic.
+func assignByMember(req *abi.Request, names []string, assign func(*abi.Request) (*abi.Response, error)) (map[string]map[string][]int32, error) {
 	resp, err := assign(req)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]map[string][]int32)
-	for _, m := range g.Members {
+	for _, m := range req.Members {
 		out[m.MemberID] = map[string][]int32{}
 	}
 	for _, ma := range resp.Members {

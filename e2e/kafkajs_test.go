@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
 	"github.com/wasmassign/wasmassign/plugins/roundrobin"
@@ -63,25 +64,13 @@ func rkStartKafkajs(t *testing.T, node, dir, bootstrap, group, topic, clientID s
 
 // kafkajsConfig serves js-* groups with range, whatever their members
 // offer.
-const kafkajsConfig = `
-[server]
-listen = "127.0.0.1:0"
-advertised_host = "127.0.0.1"
-broker_port_base = 0
-admin_listen = "127.0.0.1:0"
-
-[upstream]
-metadata_refresh = "1s"
-[upstream.embedded]
-brokers = 2
-topics = ["orders:6"]
-
-[[groups]]
-match = "js-*"
-assignor = "range"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-`
+func kafkajsConfig() string {
+	return testutil.GatewayConfig{
+		EmbeddedBrokers: 2,
+		EmbeddedTopics:  []string{"orders:6"},
+		Groups:          []testutil.GroupRule{{Match: "js-*", Assignor: "range"}},
+	}.String()
+}
 
 // TestKafkajs_RoundRobinGroupServedByTheConfiguredAssignor runs kafkajs
 // 2.2.4 consumers, which offer only RoundRobinAssigner (eager), through a
@@ -94,7 +83,7 @@ func TestKafkajs_RoundRobinGroupServedByTheConfiguredAssignor(t *testing.T) {
 	node, dir := needKafkajs(t)
 	matrix.Record(t, rkKafkajsRow(t, dir, "RoundRobinAssigner served by range", "kfake"))
 	ctx := testCtx(t, 120*time.Second)
-	d := startDaemon(t, t.TempDir(), kafkajsConfig)
+	d := startDaemon(t, t.TempDir(), kafkajsConfig())
 	const group = "js-orders"
 	rkProcJoinLeave(ctx, t, d, adminClient(t, []string{d.bootstrap}), rkProcGroup{
 		group: group, topic: "orders", partitions: 6,

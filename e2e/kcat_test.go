@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"maps"
@@ -10,12 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
@@ -24,10 +22,16 @@ import (
 )
 
 // kcatConfig is rackedConfig with [[racks]] rules that place kcat
-// consumers by client id (librdkafka 2.0.2 sends no rack of its own), and a
-// group rule that serves rr-* groups with roundrobin whatever they offer.
-var kcatConfig = strings.Replace(rackedConfig, `topics = ["events:6:1"]`, `topics = ["events:6:1", "kcat-range:6:1", "kcat-cooperative-sticky:6:1"]`, 1) + `
-[[racks]]
+// consumers by client id (librdkafka 2.0.2 sends no rack of its own), and,
+// with servedByRoundRobin, a group rule before the catch-all that serves
+// rr-* groups with roundrobin whatever they offer.
+func kcatConfig(servedByRoundRobin bool) string {
+	c := rackedGateway()
+	c.EmbeddedTopics = append(c.EmbeddedTopics, "kcat-range:6:1", "kcat-cooperative-sticky:6:1")
+	if servedByRoundRobin {
+		c.Groups = append([]testutil.GroupRule{{Match: "rr-*", Assignor: "roundrobin"}}, c.Groups...)
+	}
+	c.Extra = `[[racks]]
 client_id = "^kcat-a"
 rack = "az-a"
 [[racks]]
@@ -35,31 +39,15 @@ client_id = "^kcat-b"
 rack = "az-b"
 [[racks]]
 client_id = "^kcat-c"
-rack = "az-c"
-`
-
-// kcatGroupsConfig puts the rr-* rule before the catch-all.
-func kcatGroupsConfig() string {
-	return strings.Replace(kcatConfig, "[[groups]]\nmatch = \"*\"", `[[groups]]
-match = "rr-*"
-assignor = "roundrobin"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-
-[[groups]]
-match = "*"`, 1)
+rack = "az-c"`
+	return c.String()
 }
 
 // consumerProc is one consumer process (`kcat -G`, or the kafkajs script)
 // and the "partition offset" lines it has printed.
 type consumerProc struct {
-	clientID string
-	cmd      *exec.Cmd
-	stderr   *syncBuffer
-	exited   chan struct{}
-
-	mu   sync.Mutex
-	read map[[2]int64]int // (partition, offset) -> times read
+	*proc
+	readLog
 }
 
 // startKcat runs kcat as a balanced consumer of topic in group. kcat runs
@@ -78,108 +66,23 @@ func startKcat(t *testing.T, kcat, bootstrap, group, clientID, strategy, topic s
 }
 
 // startReader runs cmd, which prints a "partition offset" line per record
-// it consumes as clientID, and stops it when the test ends.
+// it consumes as clientID, and stops it (SIGTERM, then SIGKILL after 15 s)
+// when the test ends.
 func startReader(t *testing.T, clientID string, cmd *exec.Cmd) *consumerProc {
 	t.Helper()
-	k := &consumerProc{clientID: clientID, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{}), read: map[[2]int64]int{}}
-	k.cmd.Stderr = k.stderr
-	out, err := k.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) != 2 {
-				continue
-			}
-			p, err1 := strconv.ParseInt(f[0], 10, 32)
-			o, err2 := strconv.ParseInt(f[1], 10, 64)
-			if err1 == nil && err2 == nil {
-				k.mu.Lock()
-				k.read[[2]int64{p, o}]++
-				k.mu.Unlock()
-			}
+	k := &consumerProc{readLog: readLog{read: map[[2]int64]int{}}}
+	k.proc = startProc(t, clientID, cmd, 15*time.Second, func(line string) {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return
 		}
-		_ = k.cmd.Wait()
-		close(k.exited)
-	}()
-	t.Cleanup(func() {
-		k.stop()
-		if t.Failed() {
-			t.Logf("%s (%s) stderr:\n%s", clientID, cmd.Path, tail(k.stderr.String(), 20))
+		p, err1 := strconv.ParseInt(f[0], 10, 32)
+		o, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 == nil && err2 == nil {
+			k.add(p, o)
 		}
-	})
+	}, nil)
 	return k
-}
-
-// stop ends the process with SIGTERM, as an operator would.
-func (k *consumerProc) stop() {
-	select {
-	case <-k.exited:
-		return
-	default:
-	}
-	_ = k.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-k.exited:
-	case <-time.After(15 * time.Second):
-		_ = k.cmd.Process.Kill()
-		<-k.exited
-	}
-}
-
-// partitions returns the partitions k printed records of.
-func (k *consumerProc) partitions() []int32 {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	seen := map[int32]bool{}
-	for po := range k.read {
-		seen[int32(po[0])] = true
-	}
-	return slices.Sorted(maps.Keys(seen))
-}
-
-// readAllOnce waits until the consumers together have printed every
-// offset below end of each partition, then checks none was printed twice.
-func readAllOnce(ctx context.Context, ks []*consumerProc, end map[int32]int64) error {
-	total := int64(0)
-	for _, e := range end {
-		total += e
-	}
-	for {
-		seen, twice := map[[2]int64]bool{}, []string{}
-		for _, k := range ks {
-			k.mu.Lock()
-			for po, n := range k.read {
-				if seen[po] || n > 1 {
-					twice = append(twice, fmt.Sprintf("%d@%d", po[0], po[1]))
-				}
-				seen[po] = true
-			}
-			k.mu.Unlock()
-		}
-		if len(twice) > 0 {
-			return fmt.Errorf("records read more than once: %v", twice)
-		}
-		if int64(len(seen)) == total {
-			for po := range seen {
-				if po[1] >= end[int32(po[0])] {
-					return fmt.Errorf("read %d@%d, beyond the end offsets %v", po[0], po[1], end)
-				}
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("read %d of %d records before %w", len(seen), total, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // checkReads checks that each kcat consumer read exactly the partitions
@@ -239,7 +142,7 @@ func TestKcat_RacksFromRulesAndAssignmentAsConfigured(t *testing.T) {
 	t.Parallel()
 	kcat := needCommand(t, "kcat", "kcat")
 	ctx := testCtx(t, 120*time.Second)
-	d := startDaemon(t, t.TempDir(), kcatConfig)
+	d := startDaemon(t, t.TempDir(), kcatConfig(false))
 	cl := adminClient(t, []string{d.bootstrap})
 	pl, err := topicPlacement(ctx, cl, "kcat-range", "kcat-cooperative-sticky")
 	if err != nil {
@@ -321,7 +224,7 @@ func TestKcat_RangeGroupServedByRoundRobin(t *testing.T) {
 	kcat := needCommand(t, "kcat", "kcat")
 	matrix.Record(t, rkKcatRow(t, kcat, "range served by roundrobin", "kfake"))
 	ctx := testCtx(t, 120*time.Second)
-	d := startDaemon(t, t.TempDir(), kcatGroupsConfig())
+	d := startDaemon(t, t.TempDir(), kcatConfig(true))
 	const group = "rr-kcat"
 	rkProcJoinLeave(ctx, t, d, adminClient(t, []string{d.bootstrap}), rkProcGroup{
 		group: group, topic: "events", partitions: 6,
@@ -346,22 +249,6 @@ func rkKcatRow(t *testing.T, kcat, strategy, upstream string) matrix.Row {
 		t.Fatalf("kcat -V printed no version:\n%s", out)
 	}
 	return matrix.Row{Client: "kcat", Version: fmt.Sprintf("%s (librdkafka %s)", m[1], m[2]), Strategy: strategy, Upstream: upstream}
-}
-
-// rkPartitionsBetween returns the partitions k printed records of whose
-// offsets lie in [from, to): the partitions it held while those records
-// were produced and read.
-func (k *consumerProc) rkPartitionsBetween(from, to map[int32]int64) []int32 {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	seen := map[int32]bool{}
-	for po := range k.read {
-		p := int32(po[0])
-		if po[1] >= from[p] && po[1] < to[p] {
-			seen[p] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(seen))
 }
 
 // rkRevokeLine is how kcat logs a cooperative revocation to stderr.
@@ -488,9 +375,7 @@ func rkProcJoinLeave(ctx context.Context, t *testing.T, d *daemon, admin *kgo.Cl
 	}
 	check := func(g adminGroup) {
 		t.Helper()
-		if g.Protocol != s.protocol || g.Assignor != s.assignor {
-			t.Errorf("protocol %q assignor %q; want %s served by %s", g.Protocol, g.Assignor, s.protocol, s.assignor)
-		}
+		checkServedBy(t, g, s.protocol, s.assignor)
 		var owned map[string][]kfakegroup.TopicPartition
 		if s.cooperative {
 			owned = map[string][]kfakegroup.TopicPartition{}
@@ -508,9 +393,8 @@ func rkProcJoinLeave(ctx context.Context, t *testing.T, d *daemon, admin *kgo.Cl
 			t.Errorf("gateway assigned %v; %s computes %v", got, s.assignor, want)
 		}
 		if s.relayed != nil && len(g.Members) > 1 {
-			if other, err := expected(g, s.relayed, pl, s.brokerRacks, nil, 0); err != nil || sameAssignment(other, want) {
-				t.Errorf("the offered assignor gives the same assignment (%v, %v): a relay could not be told from the gateway", other, err)
-			}
+			other, err := expected(g, s.relayed, pl, s.brokerRacks, nil, 0)
+			checkRelayTellable(t, other, err, want)
 		}
 	}
 	end, err := endOffsets(ctx, admin, s.topic, s.partitions)
@@ -554,7 +438,7 @@ func rkProcJoinLeave(ctx context.Context, t *testing.T, d *daemon, admin *kgo.Cl
 					assigned = slices.Sorted(slices.Values(m.Assignment[s.topic]))
 				}
 			}
-			if got := k.rkPartitionsBetween(from, end); !slices.Equal(got, assigned) {
+			if got := k.partitionsBetween(from, end); !slices.Equal(got, assigned) {
 				t.Errorf("%s read partitions %v; the gateway assigned it %v", k.clientID, got, assigned)
 			}
 		}

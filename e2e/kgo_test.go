@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
@@ -23,28 +24,17 @@ import (
 // rackedConfig is an embedded cluster of three brokers, one per rack, and
 // one topic of six partitions with a single replica each, so every
 // partition lives in exactly one rack (partition p on broker p % 3).
-const rackedConfig = `
-[server]
-listen = "127.0.0.1:0"
-advertised_host = "127.0.0.1"
-broker_port_base = 0
-admin_listen = "127.0.0.1:0"
+func rackedConfig() string { return rackedGateway().String() }
 
-[upstream]
-metadata_refresh = "1s"
-[upstream.embedded]
-brokers = 3
-topics = ["events:6:1"]
-[upstream.broker_racks]
-"0" = "az-a"
-"1" = "az-b"
-"2" = "az-c"
-
-[[groups]]
-match = "*"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-`
+// rackedGateway is rackedConfig, for tests that add to it.
+func rackedGateway() testutil.GatewayConfig {
+	return testutil.GatewayConfig{
+		EmbeddedBrokers: 3,
+		EmbeddedTopics:  []string{"events:6:1"},
+		BrokerRacks:     rackedBrokers,
+		Groups:          []testutil.GroupRule{{Match: "*"}},
+	}
+}
 
 var rackedBrokers = map[int32]string{0: "az-a", 1: "az-b", 2: "az-c"}
 
@@ -110,6 +100,10 @@ func settled(ctx context.Context, d *daemon, group string, l *kfakegroup.Ledger,
 		}
 		if g.State != "Stable" || len(g.Members) != len(want) {
 			return fmt.Errorf("group %s is %s with %d members, want Stable with %d", group, g.State, len(g.Members), len(want))
+		}
+		if g.LastRebalance != nil && g.LastRebalance.Withheld > 0 {
+			// Stable between a cooperative round and its follow-up.
+			return fmt.Errorf("group %s withheld %d partitions for a KIP-429 follow-up round", group, g.LastRebalance.Withheld)
 		}
 		owned := l.Owned()
 		for _, m := range g.Members {
@@ -458,7 +452,7 @@ func TestKgo_CooperativeStickyKeepsRackLocalityThroughJoinAndLeave(t *testing.T)
 	t.Parallel()
 	matrix.Record(t, rkKgoRow(t, "cooperative-sticky", "kfake"))
 	ctx := testCtx(t, 90*time.Second)
-	d := startDaemon(t, t.TempDir(), rackedConfig)
+	d := startDaemon(t, t.TempDir(), rackedConfig())
 	racks := map[string]string{"a1": "az-a", "b1": "az-b", "c1": "az-c", "a2": "az-a"}
 	rkKgoCooperative(ctx, t, rackedEnv(t, d), "coop-racks", racks, true)
 }
@@ -471,7 +465,7 @@ func TestKgo_RangeGroupGetsWhatTheRangePluginComputes(t *testing.T) {
 	t.Parallel()
 	matrix.Record(t, rkKgoRow(t, "range", "kfake"))
 	ctx := testCtx(t, 90*time.Second)
-	d := startDaemon(t, t.TempDir(), rackedConfig)
+	d := startDaemon(t, t.TempDir(), rackedConfig())
 	rkKgoEagerJoinLeave(ctx, t, rackedEnv(t, d), "ranged", rkKgoEager{
 		balancer: kgo.RangeBalancer(), protocol: "range", assignor: "range", assign: rangeassignor.Assign,
 	})
@@ -484,6 +478,6 @@ func TestKgo_StaticMemberRestartCausesNoRebalance(t *testing.T) {
 	t.Parallel()
 	matrix.Record(t, rkKgoRow(t, "cooperative-sticky", "kfake"))
 	ctx := testCtx(t, 90*time.Second)
-	d := startDaemon(t, t.TempDir(), rackedConfig)
+	d := startDaemon(t, t.TempDir(), rackedConfig())
 	rkKgoStaticRestart(ctx, t, rackedEnv(t, d), "static")
 }

@@ -2,12 +2,11 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 	"github.com/wasmassign/wasmassign/internal/testutil/realkafka"
 	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
@@ -20,56 +19,14 @@ import (
 // the rest by the assignor of the protocol they agree on. There is no
 // [upstream.broker_racks]: the broker's rack is its own broker.rack.
 func rkClientsConfig(broker string) string {
-	return fmt.Sprintf(`
-[server]
-listen = "127.0.0.1:0"
-advertised_host = "127.0.0.1"
-broker_port_base = 0
-admin_listen = "127.0.0.1:0"
-
-[upstream]
-brokers = [%q]
-metadata_refresh = "1s"
-
-[[groups]]
-match = "rk-rr-*"
-assignor = "roundrobin"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-
-[[groups]]
-match = "rk-range-*"
-assignor = "range"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-
-[[groups]]
-match = "*"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-`, broker)
-}
-
-// rkCreateTopics creates topics of partitions partitions each on the real
-// broker, bypassing the gateway.
-func rkCreateTopics(ctx context.Context, t *testing.T, cl *kgo.Client, partitions int32, topics ...string) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 30000
-	for _, topic := range topics {
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
-		req.Topics = append(req.Topics, rt)
-	}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("create topics %v: %v", topics, err)
-	}
-	for _, rt := range resp.Topics {
-		if rt.ErrorCode != 0 {
-			t.Fatalf("create topic %s: error code %d", rt.Topic, rt.ErrorCode)
-		}
-	}
+	return testutil.GatewayConfig{
+		Brokers: []string{broker},
+		Groups: []testutil.GroupRule{
+			{Match: "rk-rr-*", Assignor: "roundrobin"},
+			{Match: "rk-range-*", Assignor: "range"},
+			{Match: "*"},
+		},
+	}.String()
 }
 
 // TestRealKafkaClients_KgoKcatAndKafkajsThroughTheGatewayOnARealBroker runs
@@ -104,7 +61,7 @@ func TestRealKafkaClients_KgoKcatAndKafkajsThroughTheGatewayOnARealBroker(t *tes
 	direct := c.Client(t)
 	const parts = 6
 	topics := []string{"rk-kgo-coop", "rk-kgo-rr", "rk-kgo-static", "rk-kcat-rr", "rk-kcat-coop", "rk-js"}
-	rkCreateTopics(ctx, t, direct, parts, topics...)
+	createTopics(ctx, t, direct, parts, topics...)
 	d := startDaemon(t, t.TempDir(), rkClientsConfig(c.Nodes[0].Addr))
 	brokers := map[int32]string{c.Nodes[0].ID: "az-a"}
 	kgoEnv := func(topic string) rkKgoEnv {

@@ -1,22 +1,15 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 	"github.com/wasmassign/wasmassign/internal/testutil/realkafka"
@@ -25,36 +18,6 @@ import (
 	"github.com/wasmassign/wasmassign/plugins/sticky"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
-
-// pyConfig fronts one real broker (node 1, in rack az-a): groups named
-// pyrr-* are served by roundrobin whatever their members offer, the rest
-// by the assignor of the protocol they agree on.
-func pyConfig(broker string) string {
-	return fmt.Sprintf(`
-[server]
-listen = "127.0.0.1:0"
-advertised_host = "127.0.0.1"
-broker_port_base = 0
-admin_listen = "127.0.0.1:0"
-
-[upstream]
-brokers = [%q]
-metadata_refresh = "1s"
-[upstream.broker_racks]
-"1" = "az-a"
-
-[[groups]]
-match = "pyrr-*"
-assignor = "roundrobin"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-
-[[groups]]
-match = "*"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-`, broker)
-}
 
 // pyInterpreter is the virtualenv's python that `make python-clients`
 // fills. Without it the test skips, or fails under REALKAFKA_REQUIRED=1.
@@ -101,263 +64,24 @@ func pyVersion(ctx context.Context, t *testing.T, python, script string) pyClien
 	return c
 }
 
-// pyEvent is one rebalance callback a Python member printed.
-type pyEvent struct {
-	kind       string // assigned, revoked, lost
-	partitions []int32
-	closing    bool // printed after the member began shutting down
-}
-
-// pyMember is one consumer script process and what it has printed.
-type pyMember struct {
-	clientID string
-	cmd      *exec.Cmd
-	stderr   *syncBuffer
-	exited   chan struct{}
-
-	mu      sync.Mutex
-	read    map[[2]int64]int // (partition, offset) -> times read
-	owned   map[int32]bool   // by its own callbacks
-	events  []pyEvent
-	closing bool
-	// strays are records read of partitions it did not own at the time.
-	strays []string
-}
-
 // pyStart runs the client's script as clientID in group and stops it
 // (SIGTERM) when the test ends. rack and instance may be "-" for none.
-func pyStart(ctx context.Context, t *testing.T, python string, c pyClient, bootstrap, group, topic, strategy, clientID, rack, instance string) *pyMember {
+func pyStart(ctx context.Context, t *testing.T, python string, c pyClient, bootstrap, group, topic, strategy, clientID, rack, instance string) *procMember {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, python, "-u", c.script, bootstrap, group, topic, strategy, clientID, rack, instance)
-	m := &pyMember{clientID: clientID, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{}),
-		read: map[[2]int64]int{}, owned: map[int32]bool{}}
-	cmd.Stderr = m.stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	prefix := topic + "/"
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			m.line(prefix, sc.Text())
-		}
-		_ = cmd.Wait()
-		close(m.exited)
-	}()
-	t.Cleanup(func() {
-		m.stop()
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", clientID, tail(m.stderr.String(), 20))
-		}
-	})
-	return m
-}
-
-// line records one printed line.
-func (m *pyMember) line(prefix, s string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f := strings.Fields(s)
-	switch {
-	case len(f) == 0:
-	case f[0] == "closing":
-		m.closing = true
-	case f[0] == "assigned" || f[0] == "revoked" || f[0] == "lost":
-		ev := pyEvent{kind: f[0], closing: m.closing}
-		for _, tp := range f[1:] {
-			p, err := strconv.ParseInt(strings.TrimPrefix(tp, prefix), 10, 32)
-			if err != nil {
-				continue
-			}
-			ev.partitions = append(ev.partitions, int32(p))
-			if f[0] == "assigned" {
-				m.owned[int32(p)] = true
-			} else {
-				delete(m.owned, int32(p))
-			}
-		}
-		m.events = append(m.events, ev)
-	case strings.HasPrefix(f[0], prefix):
-		ps, os, ok := strings.Cut(strings.TrimPrefix(f[0], prefix), "@")
-		p, err1 := strconv.ParseInt(ps, 10, 32)
-		o, err2 := strconv.ParseInt(os, 10, 64)
-		if !ok || err1 != nil || err2 != nil {
-			return
-		}
-		if !m.owned[int32(p)] {
-			m.strays = append(m.strays, f[0])
-		}
-		m.read[[2]int64{p, o}]++
-	}
-}
-
-// stop ends the process with SIGTERM and waits for it to exit, killing it
-// after 20 s.
-func (m *pyMember) stop() {
-	select {
-	case <-m.exited:
-		return
-	default:
-	}
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.exited:
-	case <-time.After(20 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-m.exited
-	}
-}
-
-// ownedNow is the sorted set the member holds by its callbacks.
-func (m *pyMember) ownedNow() []int32 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Sorted(maps.Keys(m.owned))
-}
-
-// mark is the number of events so far, for revokedSince.
-func (m *pyMember) mark() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.events)
-}
-
-// revokedSince is every partition revoked or lost since mark, except on
-// the member's own shutdown.
-func (m *pyMember) revokedSince(mark int) []int32 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []int32
-	for _, ev := range m.events[mark:] {
-		if ev.kind != "assigned" && !ev.closing {
-			out = append(out, ev.partitions...)
-		}
-	}
-	return out
+	return startProcMember(t, clientID, topic, cmd)
 }
 
 // pySettled waits until the gateway shows group Stable with exactly
 // members, holding all partitions of topic, each with rack, and each
 // member holds by its own callbacks exactly what the gateway assigned it.
-func pySettled(ctx context.Context, d *daemon, group, topic string, partitions int, rack string, members []*pyMember) (adminGroup, error) {
-	for {
-		g, err := stableWith(ctx, d, group, len(members), topic, partitions)
-		if err != nil {
-			return g, err
+func pySettled(ctx context.Context, d *daemon, group, topic string, partitions int, rack string, members []*procMember) (adminGroup, error) {
+	return settledMembers(ctx, d, group, topic, partitions, members, func(_ adminGroup, x adminMember, m *procMember) error {
+		if x.Rack != rack {
+			return fmt.Errorf("%s has rack %q in the gateway, want %q", m.clientID, x.Rack, rack)
 		}
-		var last error
-		for _, m := range members {
-			var want []int32
-			found := false
-			for _, x := range g.Members {
-				if x.ClientID == m.clientID {
-					found, want = true, slices.Sorted(slices.Values(x.Assignment[topic]))
-					if x.Rack != rack {
-						last = fmt.Errorf("%s has rack %q in the gateway, want %q", m.clientID, x.Rack, rack)
-					}
-				}
-			}
-			if !found {
-				last = fmt.Errorf("%s is not a member: %v", m.clientID, adminAssignment(g))
-			}
-			if last != nil {
-				break
-			}
-			if got := m.ownedNow(); !slices.Equal(got, want) {
-				last = fmt.Errorf("%s holds %v by its callbacks; the gateway assigned it %v", m.clientID, got, want)
-				break
-			}
-		}
-		if last == nil {
-			return g, nil
-		}
-		select {
-		case <-ctx.Done():
-			return g, fmt.Errorf("%w (last: %v)", ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// pyReadAllOnce waits until members together read every offset below end,
-// then checks none was read twice and none read while not owned.
-func pyReadAllOnce(ctx context.Context, ms []*pyMember, end map[int32]int64) error {
-	total := int64(0)
-	for _, e := range end {
-		total += e
-	}
-	for {
-		seen, twice, strays := map[[2]int64]bool{}, []string{}, []string{}
-		for _, m := range ms {
-			m.mu.Lock()
-			for po, n := range m.read {
-				if seen[po] || n > 1 {
-					twice = append(twice, fmt.Sprintf("%d@%d", po[0], po[1]))
-				}
-				seen[po] = true
-			}
-			strays = append(strays, m.strays...)
-			m.mu.Unlock()
-		}
-		if len(twice) > 0 {
-			return fmt.Errorf("records read more than once: %v", twice)
-		}
-		if len(strays) > 0 {
-			return fmt.Errorf("records read of partitions the reader did not own: %v", strays)
-		}
-		if int64(len(seen)) == total {
-			for po := range seen {
-				if po[1] >= end[int32(po[0])] {
-					return fmt.Errorf("read %d@%d, beyond the end offsets %v", po[0], po[1], end)
-				}
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("read %d of %d records before %w", len(seen), total, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// pyReadAll fails the test unless members together read every record of
-// topic below its current end offsets within 30 s, each once (pyReadAllOnce).
-func pyReadAll(ctx context.Context, t *testing.T, direct *kgo.Client, topic string, partitions int32, members []*pyMember) {
-	t.Helper()
-	end, err := endOffsets(ctx, direct, topic, partitions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := pyReadAllOnce(ctx, members, end); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// pyTopic creates topic on the real broker, bypassing the gateway, and
-// returns its placement once the broker's metadata has it: CreateTopics
-// answers before the metadata cache has caught up, and a Metadata request
-// in between gets UNKNOWN_TOPIC_OR_PARTITION.
-func pyTopic(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, partitions int32) map[string]placement {
-	t.Helper()
-	createTopic(ctx, t, cl, topic, partitions)
-	for {
-		pl, err := topicPlacement(ctx, cl, topic)
-		if err == nil {
-			return pl
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("topic %s never showed in the metadata: %v", topic, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // TestRealKafkaPython_GroupsThroughTheGatewayOnARealBroker runs the Python
@@ -386,7 +110,7 @@ func TestRealKafkaPython_GroupsThroughTheGatewayOnARealBroker(t *testing.T) {
 	cancel()
 	upstream := "Apache Kafka " + c.Cache.Version
 	direct := c.Client(t)
-	d := startDaemon(t, t.TempDir(), pyConfig(c.Nodes[0].Addr))
+	d := startDaemon(t, t.TempDir(), oneBrokerConfig(c.Nodes[0].Addr, "pyrr-*"))
 	brokers := map[int32]string{1: "az-a"}
 
 	tests := []struct {
@@ -423,17 +147,15 @@ func TestRealKafkaPython_GroupsThroughTheGatewayOnARealBroker(t *testing.T) {
 			}
 			matrix.Record(t, matrix.Row{Client: tt.client.name, Version: tt.client.version, Strategy: strategy, Upstream: upstream})
 			const parts = 6
-			pl := pyTopic(ctx, t, direct, tt.topic, parts)
-			start := func(id string) *pyMember {
+			pl := createTopicPlaced(ctx, t, direct, tt.topic, parts)
+			start := func(id string) *procMember {
 				return pyStart(ctx, t, python, tt.client, d.bootstrap, tt.group, tt.topic, tt.strategy, id, tt.rack, "-")
 			}
 			// check compares the gateway's assignment with the plugin's, from
 			// what each member held before the rebalance (cooperative only).
 			check := func(g adminGroup, before map[string][]int32, gen int32) {
 				t.Helper()
-				if g.Protocol != tt.protocol || g.Assignor != tt.assignor {
-					t.Errorf("protocol %q assignor %q; want %q served by %q", g.Protocol, g.Assignor, tt.protocol, tt.assignor)
-				}
+				checkServedBy(t, g, tt.protocol, tt.assignor)
 				var owned map[string][]kfakegroup.TopicPartition
 				if tt.cooperative {
 					owned = map[string][]kfakegroup.TopicPartition{}
@@ -451,40 +173,26 @@ func TestRealKafkaPython_GroupsThroughTheGatewayOnARealBroker(t *testing.T) {
 					t.Errorf("gateway assigned %v; %s computes %v", got, tt.assignor, want)
 				}
 				if tt.relayed != nil {
-					if other, err := expected(g, tt.relayed, pl, brokers, nil, 0); err != nil || sameAssignment(other, want) {
-						t.Errorf("the offered assignor gives the same assignment (%v, %v): a relay could not be told from the gateway", other, err)
-					}
+					other, err := expected(g, tt.relayed, pl, brokers, nil, 0)
+					checkRelayTellable(t, other, err, want)
 				}
 			}
-			holdings := func(ms []*pyMember) map[string][]int32 {
+			holdings := func(ms []*procMember) map[string][]int32 {
 				out := map[string][]int32{}
 				for _, m := range ms {
 					out[m.clientID] = m.ownedNow()
 				}
 				return out
 			}
-			// unmovedKept checks no member in ms revoked, since marks, a
-			// partition it holds again now.
-			unmovedKept := func(ms []*pyMember, marks []int) {
+			readAll := func(ms []*procMember) {
 				t.Helper()
-				for i, m := range ms {
-					now := m.ownedNow()
-					for _, p := range m.revokedSince(marks[i]) {
-						if slices.Contains(now, p) {
-							t.Errorf("%s had %s/%d revoked but holds it again: an unmoved partition was revoked", m.clientID, tt.topic, p)
-						}
-					}
-				}
-			}
-			readAll := func(ms []*pyMember) {
-				t.Helper()
-				pyReadAll(ctx, t, direct, tt.topic, parts, ms)
+				mustReadAllToEnd(ctx, t, direct, tt.topic, parts, ms)
 			}
 
 			// Members join one at a time, so that every stable state is
 			// the plugin's answer to the holdings of the one before.
 			a := start(tt.group + "-a")
-			g, err := pySettled(ctx, d, tt.group, tt.topic, parts, tt.wantRack, []*pyMember{a})
+			g, err := pySettled(ctx, d, tt.group, tt.topic, parts, tt.wantRack, []*procMember{a})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -498,22 +206,22 @@ func TestRealKafkaPython_GroupsThroughTheGatewayOnARealBroker(t *testing.T) {
 			case tt.subRack != tt.wantRack && g.Generation == 1:
 				t.Errorf("%s's rack is known in generation 1, but its subscription has none: where did it come from?", a.clientID)
 			}
-			before, gen := holdings([]*pyMember{a}), g.Generation
-			marks := []int{a.mark()}
+			before, gen := holdings([]*procMember{a}), g.Generation
+			marks := memberMarks([]*procMember{a})
 			b := start(tt.group + "-b")
-			if g, err = pySettled(ctx, d, tt.group, tt.topic, parts, tt.wantRack, []*pyMember{a, b}); err != nil {
+			if g, err = pySettled(ctx, d, tt.group, tt.topic, parts, tt.wantRack, []*procMember{a, b}); err != nil {
 				t.Fatal(err)
 			}
 			check(g, before, gen)
 			if tt.cooperative {
-				unmovedKept([]*pyMember{a}, marks)
+				checkUnmovedKept(t, tt.topic, []*procMember{a}, marks)
 			}
 			produce(ctx, t, c.Addrs(), tt.topic, 120)
 
-			before, gen = holdings([]*pyMember{a, b}), g.Generation
-			marks = []int{a.mark(), b.mark()}
+			before, gen = holdings([]*procMember{a, b}), g.Generation
+			marks = memberMarks([]*procMember{a, b})
 			cm := start(tt.group + "-c")
-			if g, err = pySettled(ctx, d, tt.group, tt.topic, parts, tt.wantRack, []*pyMember{a, b, cm}); err != nil {
+			if g, err = pySettled(ctx, d, tt.group, tt.topic, parts, tt.wantRack, []*procMember{a, b, cm}); err != nil {
 				t.Fatal(err)
 			}
 			check(g, before, gen)
@@ -521,27 +229,23 @@ func TestRealKafkaPython_GroupsThroughTheGatewayOnARealBroker(t *testing.T) {
 				t.Errorf("the joining member got nothing: %v", adminAssignment(g))
 			}
 			if tt.cooperative {
-				unmovedKept([]*pyMember{a, b}, marks)
+				checkUnmovedKept(t, tt.topic, []*procMember{a, b}, marks)
 			}
 			produce(ctx, t, c.Addrs(), tt.topic, 120)
 
-			before, gen = holdings([]*pyMember{b, cm}), g.Generation
-			marks = []int{b.mark(), cm.mark()}
+			before, gen = holdings([]*procMember{b, cm}), g.Generation
+			marks = memberMarks([]*procMember{b, cm})
 			a.stop()
-			if g, err = pySettled(ctx, d, tt.group, tt.topic, parts, tt.wantRack, []*pyMember{b, cm}); err != nil {
+			if g, err = pySettled(ctx, d, tt.group, tt.topic, parts, tt.wantRack, []*procMember{b, cm}); err != nil {
 				t.Fatal(err)
 			}
 			check(g, before, gen)
 			if tt.cooperative {
 				// A member leaving moves only its partitions.
-				for i, m := range []*pyMember{b, cm} {
-					if r := m.revokedSince(marks[i]); len(r) > 0 {
-						t.Errorf("%s had %v revoked when another member left", m.clientID, r)
-					}
-				}
+				checkNoneRevoked(t, []*procMember{b, cm}, marks, "when another member left")
 			}
 			produce(ctx, t, c.Addrs(), tt.topic, 120)
-			readAll([]*pyMember{a, b, cm})
+			readAll([]*procMember{a, b, cm})
 			b.stop()
 			cm.stop()
 			// Read straight from the broker: the commits went through the
@@ -555,10 +259,10 @@ func TestRealKafkaPython_GroupsThroughTheGatewayOnARealBroker(t *testing.T) {
 			// read twice.
 			produce(ctx, t, c.Addrs(), tt.topic, 60)
 			r := start(tt.group + "-restarted")
-			if _, err := pySettled(ctx, d, tt.group, tt.topic, parts, tt.wantRack, []*pyMember{r}); err != nil {
+			if _, err := pySettled(ctx, d, tt.group, tt.topic, parts, tt.wantRack, []*procMember{r}); err != nil {
 				t.Fatal(err)
 			}
-			readAll([]*pyMember{a, b, cm, r})
+			readAll([]*procMember{a, b, cm, r})
 			r.stop()
 			if err := checkCommittedAtEnd(ctx, direct, tt.group, tt.topic, parts); err != nil {
 				t.Error(err)
@@ -580,13 +284,13 @@ func TestRealKafkaPython_GroupsThroughTheGatewayOnARealBroker(t *testing.T) {
 		t.Run(st.client.lib+" static member restarts without a rebalance", func(t *testing.T) {
 			matrix.Record(t, matrix.Row{Client: st.client.name, Version: st.client.version, Strategy: "range", Upstream: upstream})
 			const parts = 6
-			pl := pyTopic(ctx, t, direct, st.topic, parts)
-			start := func(n string) *pyMember {
+			pl := createTopicPlaced(ctx, t, direct, st.topic, parts)
+			start := func(n string) *procMember {
 				id := st.group + "-" + n
 				return pyStart(ctx, t, python, st.client, d.bootstrap, st.group, st.topic, "range", id, "-", id)
 			}
 			s1, s2 := start("1"), start("2")
-			g, err := pySettled(ctx, d, st.group, st.topic, parts, "", []*pyMember{s1, s2})
+			g, err := pySettled(ctx, d, st.group, st.topic, parts, "", []*procMember{s1, s2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -607,29 +311,22 @@ func TestRealKafkaPython_GroupsThroughTheGatewayOnARealBroker(t *testing.T) {
 			}
 			held, mark := s1.ownedNow(), s2.mark()
 			produce(ctx, t, c.Addrs(), st.topic, 60)
-			readAll := func(ms []*pyMember) {
+			readAll := func(ms []*procMember) {
 				t.Helper()
-				pyReadAll(ctx, t, direct, st.topic, parts, ms)
+				mustReadAllToEnd(ctx, t, direct, st.topic, parts, ms)
 			}
-			readAll([]*pyMember{s1, s2})
+			readAll([]*procMember{s1, s2})
 
 			s1.stop()
 			produce(ctx, t, c.Addrs(), st.topic, 60)
 			back := start("1")
-			g2, err := pySettled(ctx, d, st.group, st.topic, parts, "", []*pyMember{back, s2})
+			g2, err := pySettled(ctx, d, st.group, st.topic, parts, "", []*procMember{back, s2})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g2.Generation != g.Generation {
-				t.Errorf("generation %d after the static member came back, was %d: its restart caused a rebalance", g2.Generation, g.Generation)
-			}
-			if got := back.ownedNow(); !slices.Equal(got, held) {
-				t.Errorf("the restarted static member holds %v, held %v before", got, held)
-			}
-			if r := s2.revokedSince(mark); len(r) > 0 {
-				t.Errorf("%s had %v revoked while a static member restarted", s2.clientID, r)
-			}
-			readAll([]*pyMember{s1, s2, back})
+			checkBackInPlace(t, g, g2, back, held)
+			checkNoneRevoked(t, []*procMember{s2}, []int{mark}, "while a static member restarted")
+			readAll([]*procMember{s1, s2, back})
 			back.stop()
 			s2.stop()
 			if err := checkCommittedAtEnd(ctx, direct, st.group, st.topic, parts); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 )
@@ -32,26 +33,14 @@ func TestRestart_ConsumersKeepTheirPartitionsAcrossADaemonRestart(t *testing.T) 
 	defer cluster.Close()
 	ports := freePorts(t, 5)
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(`
-[server]
-listen = "127.0.0.1:%d"
-advertised_host = "127.0.0.1"
-admin_listen = "127.0.0.1:%d"
-state_dir = %q
-[server.broker_ports]
-"0" = %d
-"1" = %d
-"2" = %d
-
-[upstream]
-brokers = [%s]
-metadata_refresh = "1s"
-
-[[groups]]
-match = "*"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-`, ports[0], ports[1], filepath.Join(dir, "state"), ports[2], ports[3], ports[4], tomlStrings(cluster.ListenAddrs()))
+	cfg := testutil.GatewayConfig{
+		Listen:      fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		AdminListen: fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		Server:      fmt.Sprintf("state_dir = %q", filepath.Join(dir, "state")),
+		BrokerPorts: map[int32]int{0: ports[2], 1: ports[3], 2: ports[4]},
+		Brokers:     cluster.ListenAddrs(),
+		Groups:      []testutil.GroupRule{{Match: "*"}},
+	}.String()
 	d := startDaemon(t, dir, cfg)
 
 	const group = "restarted"

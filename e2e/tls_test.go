@@ -2,69 +2,17 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 )
-
-// selfSigned writes a fresh self-signed certificate for 127.0.0.1 and its
-// key into dir, and returns the files and a client config trusting it.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, client *tls.Config) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "wasmassign e2e"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-}
 
 // TestTLS_ConsumersReachTheGatewayOverTLS serves clients over TLS with a
 // certificate the test made: kgo clients that trust it produce and consume
@@ -77,27 +25,15 @@ func TestTLS_ConsumersReachTheGatewayOverTLS(t *testing.T) {
 	matrix.Record(t, rkKgoRow(t, "cooperative-sticky", "kfake"))
 	ctx := testCtx(t, 60*time.Second)
 	dir := t.TempDir()
-	certFile, keyFile, clientTLS := selfSigned(t, dir)
-	cfg := fmt.Sprintf(`
-[server]
-listen = "127.0.0.1:0"
-advertised_host = "127.0.0.1"
-broker_port_base = 0
-admin_listen = "127.0.0.1:0"
-tls_cert = %q
-tls_key = %q
-
-[upstream]
-metadata_refresh = "1s"
-[upstream.embedded]
-brokers = 2
-topics = ["secure:4"]
-
-[[groups]]
-match = "*"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-`, certFile, keyFile)
+	cert, pool := testutil.SelfSigned(t)
+	certFile, keyFile := testutil.WriteKeyPair(t, dir, cert)
+	clientTLS := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	cfg := testutil.GatewayConfig{
+		Server:          fmt.Sprintf("tls_cert = %q\ntls_key = %q", certFile, keyFile),
+		EmbeddedBrokers: 2,
+		EmbeddedTopics:  []string{"secure:4"},
+		Groups:          []testutil.GroupRule{{Match: "*"}},
+	}.String()
 	d := startDaemon(t, dir, cfg)
 	seeds := []string{d.bootstrap}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/wasmassign/wasmassign/config"
+	"github.com/wasmassign/wasmassign/internal/testutil"
 )
 
 // TestFromConfig_ReachesATLSAndSASLUpstream runs the proxy, configured from
@@ -22,7 +23,7 @@ import (
 // client authenticates with the configured user, and a plaintext client
 // authenticates through the proxy with its own.
 func TestFromConfig_ReachesATLSAndSASLUpstream(t *testing.T) {
-	cert, _ := selfSigned(t)
+	cert, _ := testutil.SelfSigned(t)
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600); err != nil {

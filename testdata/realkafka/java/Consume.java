@@ -1,22 +1,34 @@
 // Consume: a Java reference-client group member for the gateway's interop
-// tests, run from source on the cached kafka-clients jars:
+// tests, on the cached kafka-clients jars. The tests compile it once with
+// javac and cache the classes (e2e/realkafka_java_process_test.go); it also
+// runs from source:
 //
 //   java -cp '<cache>/clients/*' Consume.java BOOTSTRAP GROUP TOPIC \
-//       ASSIGNORS CLIENT_ID RACK INSTANCE_ID IDLE_MS
+//       ASSIGNORS CLIENT_ID RACK INSTANCE_ID IDLE_MS [KEY=VALUE ...]
 //
 // ASSIGNORS is a comma-separated list of assignor class names (short names
 // such as RangeAssignor are taken from org.apache.kafka.clients.consumer).
 // RACK and INSTANCE_ID may be "-" for none; IDLE_MS 0 means run until
 // SIGTERM, otherwise exit after that long without records or rebalances.
+// Any KEY=VALUE arguments are consumer properties that override the
+// defaults below (e.g. session.timeout.ms=30000 for a static member that
+// must restart within its session).
 //
 // It prints, one per line and flushed at once, so the test can follow it:
 //   ready                                  once subscribed
-//   assigned|revoked|lost [topic/p ...]    from the rebalance listener
+//   assigned|revoked|lost gen=G t=MICROS [topic/p ...]
+//                                          from the rebalance listener: the
+//                                          group generation the consumer is
+//                                          in, and the wall clock in
+//                                          microseconds since the epoch, so
+//                                          that the callbacks of several
+//                                          processes can be put in one order
 //   topic/partition@offset                 for every record
 //   closing                                when it starts shutting down
 // It commits synchronously in onPartitionsRevoked and before closing, and
 // never automatically, so every commit the test sees was made knowingly.
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -38,8 +50,19 @@ public class Consume {
         System.out.flush();
     }
 
-    private static String list(String kind, Collection<TopicPartition> tps) {
+    private static String list(KafkaConsumer<?, ?> consumer, String kind, Collection<TopicPartition> tps) {
+        // The time is taken before the line is built: a revocation is
+        // stamped after its commit, an assignment before anything is read.
+        Instant now = Instant.now();
+        int gen = -1;
+        try {
+            gen = consumer.groupMetadata().generationId();
+        } catch (RuntimeException e) {
+            // Closed or fenced: the generation is unknown.
+        }
         StringBuilder sb = new StringBuilder(kind);
+        sb.append(" gen=").append(gen);
+        sb.append(" t=").append(now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000);
         for (TopicPartition tp : tps) {
             sb.append(' ').append(tp.topic()).append('/').append(tp.partition());
         }
@@ -47,8 +70,8 @@ public class Consume {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 8) {
-            System.err.println("usage: Consume BOOTSTRAP GROUP TOPIC ASSIGNORS CLIENT_ID RACK INSTANCE_ID IDLE_MS");
+        if (args.length < 8) {
+            System.err.println("usage: Consume BOOTSTRAP GROUP TOPIC ASSIGNORS CLIENT_ID RACK INSTANCE_ID IDLE_MS [KEY=VALUE ...]");
             System.exit(2);
         }
         List<String> assignors = new ArrayList<>();
@@ -74,6 +97,14 @@ public class Consume {
         if (!args[6].equals("-")) {
             props.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, args[6]);
         }
+        for (int i = 8; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            if (kv.length != 2) {
+                System.err.println("not a KEY=VALUE property: " + args[i]);
+                System.exit(2);
+            }
+            props.put(kv[0], kv[1]);
+        }
         long idleMs = Long.parseLong(args[7]);
 
         KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props);
@@ -97,19 +128,19 @@ public class Consume {
                 lastActivity[0] = System.nanoTime();
                 // Commit what was read before anyone else may read it.
                 consumer.commitSync();
-                say(list("revoked", partitions));
+                say(list(consumer, "revoked", partitions));
             }
 
             @Override
             public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
                 lastActivity[0] = System.nanoTime();
-                say(list("assigned", partitions));
+                say(list(consumer, "assigned", partitions));
             }
 
             @Override
             public void onPartitionsLost(Collection<TopicPartition> partitions) {
                 lastActivity[0] = System.nanoTime();
-                say(list("lost", partitions));
+                say(list(consumer, "lost", partitions));
             }
         });
         say("ready");
