@@ -21,11 +21,19 @@
 //     minimum (those that kept it first, then the others in the order they
 //     reached it). Where Kafka walks a HashMap (which of several members
 //     owning more than the minimum keeps one more), member order decides.
-//   - With differing subscriptions (GeneralAssignmentBuilder), whenever
-//     Kafka's first pass already balances the group: owned partitions stay,
-//     and each other partition goes to the least-loaded subscriber, topics
-//     with the fewest subscribers first. When Kafka then moves partitions
-//     to balance, this package moves as few, but not necessarily the same.
+//   - With differing subscriptions (GeneralAssignmentBuilder), including
+//     rack mode: the same partition for partition (see general.go for the
+//     rules), except where Kafka's own answer is invalid: Kafka hands a
+//     partition back to its previous-generation owner without checking
+//     that it still subscribes to the topic, and this package then gives
+//     the partition to the least-loaded subscriber instead.
+//
+// Which builder applies follows Kafka's allSubscriptionsEqual: the
+// constrained one only when every member sent the same subscription,
+// topics that do not exist included. (Kafka compares against the first
+// member its HashMap yields, so a first member with an empty subscription
+// makes it skip that member; this package takes any difference as a
+// difference.)
 //
 // Members are ordered by member id, as the consumer leader keys the
 // subscriptions it hands the sticky assignors (static members included:
@@ -84,7 +92,10 @@
 // whose replicas are not on its owner's rack may move, and partitions
 // without an owner go first to rack-matching members with spare quota, as
 // Kafka's assignRackAwareRoundRobin deals them (partitions with the fewest
-// rack-matching members first). Balance always wins over rack alignment.
+// rack-matching members first); with differing subscriptions, Kafka's
+// general builder instead hands each to the least-loaded subscriber that
+// is on one of its racks or has none, before dealing the rest without
+// racks. Balance always wins over rack alignment.
 //
 // # How it stays fast
 //
@@ -109,26 +120,12 @@
 // million entries, against 2,000 for contiguous ranges; writing them
 // dominates the cost of such a group (see BENCHMARKS.md).
 //
-// A group whose members subscribe differently is first split into
-// components: members linked by common topics. A component whose members
-// all subscribe alike (say, one of several applications sharing a group id)
-// is assigned like a uniform group, as Kafka would assign that application
-// on its own. The others are balanced on counts per (member, topic) first:
-// unowned partitions are poured onto the least-loaded subscribers, topics
-// with the fewest subscribers first, then per-topic moves from the most- to
-// the least-loaded subscriber run until no topic can improve. Only then are
-// partitions chosen: a member that loses some of a topic keeps the lowest of
-// what it owns, and members that gain take the freed partitions as Kafka's
-// maybeAssign would deal them, from each member's load when the topic's turn
-// came. Because a member either loses or gains within a topic, never both,
-// no two-cycle can arise. This avoids Kafka's repeated scans of sorted
-// member sets, which cost O(P*M) per rebalance.
-//
-// Rack mode works per partition, since partitions are then no longer
-// interchangeable: in the general case each unowned partition first goes to
-// the least-loaded subscriber on one of its racks (Kafka's rack-matching
-// pass), and what a member must give up for balance is taken from what it
-// was just handed before what it owned.
+// A group whose members subscribe differently goes through Kafka's general
+// builder partition by partition, which costs O(P log M) and more for
+// every partition that has to move; its one sorted member set (by count,
+// then member id) is a treap, and isBalanced and the least-loaded
+// subscriber of a topic are cached until the next move, where Kafka
+// rescans every member's partitions.
 //
 // # Output
 //
@@ -138,4 +135,17 @@
 // backing arrays with their capacity capped at their length, so appending to
 // one copies it rather than overwriting a neighbour; callers must not write
 // into them.
+//
+// # The grouped layout
+//
+// Both assignors declare the grouped layout (sdk/ABI.md section 7). Owned
+// and previous entries over a topic list are read as runs: the usual one,
+// Kafka's round-robin share of equally large topics (the same progression
+// in each), is one claim whatever the number of topics. When the request
+// carries topic lists, the cooperative assignor answers with them too: a
+// member whose assignment is the same progression in each of consecutive
+// equally large topics gets one entry over a list of those topics, and
+// other neighbouring entries with equal partitions are grouped after the
+// fact. Sticky user data names every topic, so the eager assignor answers
+// with plain entries. Expanded, either answer is the plain layout's.
 package sticky

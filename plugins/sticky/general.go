@@ -2,344 +2,652 @@ package sticky
 
 import "slices"
 
-// This file is the assignment for groups whose members subscribe to
-// different topics: Kafka's GeneralAssignmentBuilder, reworked to balance
-// counts per (member, topic) before choosing any partition.
+// This file is the assignment for groups whose members do not all send the
+// same subscription: Kafka's GeneralAssignmentBuilder, restated partition
+// by partition so that it makes the same choices in the same order.
 //
-// An entry e is one (member, subscribed topic) pair: member m's entries are
-// subStart[m] to subStart[m+1]-1, and entry e is for topic rank subs[e].
+// Kafka's rules, in the order it applies them:
+//
+//  1. Each member keeps the owned partitions of topics it still subscribes
+//     to (in rack mode, only those with a replica on its rack, or all of
+//     them for a member without a rack). Dropping any other owned partition
+//     means a revocation is required.
+//  2. Partitions are listed topic by topic, topics with fewer subscribers
+//     first, then by name; partitions by id. The ones nobody kept are dealt
+//     in that order, each to the first member, by (partitions held, member
+//     id), that subscribes to its topic. In rack mode a first pass deals
+//     only to members on one of the partition's replica racks (or without
+//     a rack), and a second pass deals what is left without that rule.
+//  3. Topics with one subscriber, and members that hold everything they
+//     could and nothing of a topic with two or more subscribers, take no
+//     further part.
+//  4. Unless a revocation is required, the partitions just dealt are
+//     walked, then (whatever happened) all partitions are walked, in the
+//     order of rule 2, each walk repeated while it moved something. Before
+//     each partition the walk stops if the group is balanced (Kafka's
+//     isBalanced). A partition whose previous-generation owner holds two or
+//     more fewer partitions than its holder goes back to it; otherwise, if
+//     some subscriber of its topic holds two or more fewer than its holder,
+//     it goes to the first subscriber by (partitions held, member id).
+//     When an earlier move in this rebalance took a partition of the same
+//     topic the opposite way (from the new holder to the partition's
+//     original holder), that partition moves back instead, the one a Java
+//     HashSet would iterate first, so that no two-cycle forms.
+//  5. If some member kept something, and the walks moved partitions without
+//     lowering the sum of the pairwise differences of the members' counts,
+//     every move of step 4 is undone.
+//
+// Kafka's rack-aware check in step 4 prefers a subscriber on the
+// partition's rack only to decide whether to move it; the destination is
+// the same either way, so it has no effect and is not restated.
 
 // general is the state of one general assignment.
 type general struct {
 	g  *group
 	rk *racks
 
-	entryMember []int32 // per entry
-	// topicEntries[topicStart[r]:topicStart[r+1]] are the entries of
-	// topic rank r, in member order.
-	topicStart, topicEntries []int32
+	holder []int32 // per global partition: the member holding it, or -1
+	prev   []int32 // per global partition: Kafka's prevAssignment, or -1; nil when empty
+	size   []int32 // per member: partitions held
+	most   []int32 // per member: partitions of the topics it subscribes to
+	// held[entry[m]+i] counts the partitions member m holds of its i-th
+	// subscribed topic.
+	entry, held []int32
+	subs        []int32 // per rank: number of subscribers
+	// bits[m*words:(m+1)*words] has bit r set when member m subscribes to
+	// rank r: the member scans ask that of every member they pass. Nil
+	// for groups too large for it, which then search the member's list.
+	bits  []uint64
+	words int
+	// memberList[memberStart[r]:memberStart[r+1]] are rank r's
+	// subscribers.
+	memberStart, memberList []int32
+	fixed                   []bool // per member: takes no part in step 4
+	set                     *memberSet
 
-	own   []int32 // per entry: partitions kept from what the member owned
-	x     []int32 // per entry: partitions planned
-	count []int32 // per member: partitions planned in all
-	// pre is per entry the member's count when its topic was poured: its
-	// load when Kafka's maybeAssign reaches the topic.
-	pre []int32
+	// order lists the ranks in Kafka's partition order (rule 2).
+	order []int32
+
+	// moved[x] is the member partition x was first taken from in this
+	// rebalance, or -1; moves are the partitions that went from one member
+	// to another per (topic, from, to): Kafka's PartitionMovements.
+	moved []int32
+	moves map[moveKey]*javaHashSet
+	// off counts what members hold of topics they do not subscribe to,
+	// per (member, rank); strays is set once that happened (see walk).
+	off        map[[2]int32]int32
+	strays     bool
+	topicHash  []int32 // per rank: Java hash code of the topic name
+	undo       []int32 // pairs (partition, member it was taken from)
+	version    int32   // counts moves, to cache what depends on counts
+	balVersion int32
+	balanced   bool
+	// Per rank, cached for one version: the first subscriber by (count,
+	// member id), and the largest count among members holding some of it.
+	minSub, minVer, maxHold, maxVer []int32
 }
 
-// assignGeneral returns the runs each member of in is assigned; the members
-// of in and the topics they subscribe to must be closed (nobody else
-// subscribes to those topics). kept are their settled claims on those
-// topics, sorted by start; rk is nil outside rack mode.
-func (g *group) assignGeneral(kept []claim, rk *racks, in []bool) []claim {
+// rankedPartition is a global partition number with its topic rank.
+type rankedPartition struct{ x, r int32 }
+
+// moveKey names the partitions of a topic that moved from one member to
+// another.
+type moveKey struct{ rank, from, to int32 }
+
+// assignGeneral assigns a group whose members do not all send the same
+// subscription, as Kafka's GeneralAssignmentBuilder does; see the
+// comment at the top of this file.
+func (g *group) assignGeneral(kept []claim, rk *racks) []claim {
 	n := int32(len(g.req.Members))
 	nt := int32(len(g.byRank))
 	if n == 0 || nt == 0 {
 		return nil
 	}
+	total := g.base[nt]
 	s := &general{g: g, rk: rk}
-	ne := len(g.subs)
-	s.entryMember = make([]int32, ne)
+	s.size = make([]int32, n)
+	s.most = make([]int32, n)
+	s.entry = make([]int32, n+1)
+	s.subs = make([]int32, nt)
 	for m := range n {
-		for e := g.subStart[m]; e < g.subStart[m+1]; e++ {
-			s.entryMember[e] = m
+		ts := g.memberTopics(m)
+		s.entry[m+1] = s.entry[m] + int32(len(ts))
+		for _, r := range ts {
+			s.subs[r]++
+			s.most[m] += g.partitions(r)
 		}
 	}
-	s.topicStart = make([]int32, nt+1)
-	for m := range n {
-		if in[m] {
+	s.held = make([]int32, s.entry[n])
+	if s.words = int(nt+63) / 64; int64(n)*int64(s.words) <= 1<<20 {
+		s.bits = make([]uint64, int(n)*s.words)
+		for m := range n {
 			for _, r := range g.memberTopics(m) {
-				s.topicStart[r+1]++
+				s.bits[int(m)*s.words+int(r/64)] |= 1 << (r % 64)
 			}
 		}
 	}
-	for r := range nt {
-		s.topicStart[r+1] += s.topicStart[r]
+	s.holder = make([]int32, total)
+	for x := range s.holder {
+		s.holder[x] = -1
 	}
-	s.topicEntries = make([]int32, ne)
-	next := slices.Clone(s.topicStart[:nt])
-	for _, m := range g.order {
-		if !in[m] {
-			continue
-		}
-		for e := g.subStart[m]; e < g.subStart[m+1]; e++ {
-			r := g.subs[e]
-			s.topicEntries[next[r]] = e
-			next[r]++
-		}
-	}
+	s.order = g.allRanks()
+	slices.SortStableFunc(s.order, func(a, b int32) int { return int(s.subs[a] - s.subs[b]) })
 
-	// Keep what members own of topics they still subscribe to; in rack mode
-	// only what is on their rack. claim.gen holds the entry from here on.
-	valid := kept[:0]
-	for _, c := range kept {
-		if e := s.entryOf(c.member, c.topic); e >= 0 {
-			c.gen = e
-			valid = append(valid, c)
+	// Rule 1.
+	revocation := false
+	for i := range kept {
+		c := &kept[i]
+		r := g.topicAt(c.start)
+		e := s.entryOf(c.member, r)
+		for k := range c.n {
+			x := c.start + k*c.stride()
+			if x >= g.base[r+1] {
+				// A strided run may go on into later topics.
+				r = g.topicAt(x)
+				e = s.entryOf(c.member, r)
+			}
+			if e < 0 || (rk != nil && !rk.matches(c.member, g.replicaSet(r, x-g.base[r]))) {
+				revocation = true
+				continue
+			}
+			s.holder[x] = c.member
+			s.held[e]++
+			s.size[c.member]++
 		}
 	}
-	var mismatched []claim
+	s.prev = g.previousGeneration(s.holder)
+
+	// Rule 2.
+	// unassigned lists the partitions nobody kept, each with its rank.
+	var unassigned []rankedPartition
+	for _, r := range s.order {
+		for x := g.base[r]; x < g.base[r+1]; x++ {
+			if s.holder[x] < 0 {
+				unassigned = append(unassigned, rankedPartition{x, r})
+			}
+		}
+	}
+	initializing := true
+	for m := range n {
+		if s.size[m] > 0 {
+			initializing = false
+		}
+	}
+	s.topicMembers()
 	if rk != nil {
-		valid, mismatched = g.splitByRack(valid, rk)
+		s.deal(unassigned, true)
 	}
-	s.own = make([]int32, ne)
-	s.x = make([]int32, ne)
-	s.pre = make([]int32, ne)
-	s.count = make([]int32, n)
-	free := make([]int32, nt)
-	for r := range nt {
-		if s.subscribers(r) > 0 {
-			free[r] = g.partitions(r)
+	s.deal(unassigned, false)
+	s.set = newMemberSet(s.size, g.rank)
+	for m := range n {
+		s.set.add(m)
+	}
+
+	// Rule 3.
+	s.fixed = make([]bool, n)
+	for m := range n {
+		if !s.participates(m) {
+			s.fixed[m] = true
+			s.set.remove(m)
 		}
 	}
-	for _, c := range valid {
-		s.own[c.gen] += c.n
-		s.count[c.member] += c.n
-		free[c.topic] -= c.n
+	nr := 0
+	for _, r := range s.order {
+		if s.subs[r] >= 2 {
+			s.order[nr] = r
+			nr++
+		}
 	}
-	copy(s.x, s.own)
+	s.order = s.order[:nr]
+	fresh := unassigned[:0]
+	for _, p := range unassigned {
+		if s.subs[p.r] >= 2 {
+			fresh = append(fresh, p)
+		}
+	}
 
-	// Pour the free partitions of each topic onto its least-loaded
-	// subscribers, topics with the fewest subscribers first (Kafka's
-	// TopicComparator order for sortedAllPartitions). In rack mode each
-	// free partition first goes to the least-loaded subscriber on one of
-	// its racks, as Kafka's rack-matching maybeAssign pass does; only what
-	// no such subscriber can take is poured.
-	topics := make([]int32, nt)
-	for r := range topics {
-		topics[r] = int32(r)
+	// Rules 4 and 5.
+	s.moves = make(map[moveKey]*javaHashSet)
+	s.moved = make([]int32, total)
+	for x := range s.moved {
+		s.moved[x] = -1
 	}
-	slices.SortStableFunc(topics, func(a, b int32) int {
-		return int(s.subscribers(a) - s.subscribers(b))
+	s.topicHash = make([]int32, nt)
+	for r, t := range g.byRank {
+		s.topicHash[r] = javaStringHash(g.req.Topics[t].Name)
+	}
+	s.minSub, s.minVer = make([]int32, nt), make([]int32, nt)
+	s.maxHold, s.maxVer = make([]int32, nt), make([]int32, nt)
+	for r := range nt {
+		s.minVer[r], s.maxVer[r] = -1, -1
+	}
+	s.balVersion = -1
+	before := s.score()
+	if !revocation {
+		s.walk(func(yield func(x, r int32) bool) {
+			for _, p := range fresh {
+				if !yield(p.x, p.r) {
+					return
+				}
+			}
+		})
+	}
+	performed := s.walk(func(yield func(x, r int32) bool) {
+		for _, r := range s.order {
+			for x := g.base[r]; x < g.base[r+1]; x++ {
+				if !yield(x, r) {
+					return
+				}
+			}
+		}
 	})
-	var fresh []claim
-	if rk != nil {
-		fresh = s.rackFill(topics, valid, free)
+	if !initializing && performed && s.score() >= before {
+		for i := len(s.undo) - 2; i >= 0; i -= 2 {
+			s.holder[s.undo[i]] = s.undo[i+1]
+		}
+	} else if s.strays {
+		s.repair()
 	}
-	var scratch []uint64
-	for _, r := range topics {
-		scratch = s.pour(r, free[r], scratch)
-	}
-	s.balance(topics)
-	return s.materialize(valid, fresh, mismatched)
+	return s.runs()
 }
 
-// subscribers returns the number of members subscribed to rank r.
-func (s *general) subscribers(r int32) int32 {
-	return s.topicStart[r+1] - s.topicStart[r]
+// subscribes reports whether member m subscribes to rank r.
+func (s *general) subscribes(m, r int32) bool {
+	if s.bits != nil {
+		i := int(m)*s.words + int(r/64)
+		return s.bits[i]&(1<<(r%64)) != 0
+	}
+	return s.entryOf(m, r) >= 0
 }
 
-// entryOf returns member m's entry for rank r, or -1 when m does not
-// subscribe to it.
+// entryOf returns the index in held of member m's count for rank r, or -1
+// when m does not subscribe to r.
 func (s *general) entryOf(m, r int32) int32 {
-	subs := s.g.memberTopics(m)
-	if i, ok := slices.BinarySearch(subs, r); ok {
-		return s.g.subStart[m] + int32(i)
+	if i, ok := slices.BinarySearch(s.g.memberTopics(m), r); ok {
+		return s.entry[m] + int32(i)
 	}
 	return -1
 }
 
-// pour gives u more partitions of rank r to its subscribers, raising the
-// least-loaded ones to a common level (water filling), as Kafka's
-// maybeAssign does one partition at a time: each goes to the least-loaded
-// subscriber, ties in member order.
-func (s *general) pour(r, u int32, keys []uint64) []uint64 {
-	ents := s.topicEntries[s.topicStart[r]:s.topicStart[r+1]]
-	for _, e := range ents {
-		s.pre[e] = s.count[s.entryMember[e]]
-	}
-	if u <= 0 || len(ents) == 0 {
-		return keys
-	}
-	keys = keys[:0]
-	for i, e := range ents {
-		keys = append(keys, uint64(s.count[s.entryMember[e]])<<32|uint64(i))
-	}
-	slices.Sort(keys)
-	// Raise the first k to a level between keys[k-1] and keys[k].
-	sum := int64(keys[0] >> 32)
-	k := 1
-	for k < len(keys) {
-		next := int64(keys[k] >> 32)
-		if next*int64(k)-sum >= int64(u) {
-			break
-		}
-		sum += next
-		k++
-	}
-	level, rem := (int64(u)+sum)/int64(k), (int64(u)+sum)%int64(k)
-	// Once all k are at the level, the rem partitions left go to the
-	// first of them in member order.
-	first := keys[:k]
-	for i := range first {
-		first[i] = uint64(uint32(first[i]))
-	}
-	slices.Sort(first)
-	for i := range k {
-		e := ents[uint32(keys[i])]
-		m := s.entryMember[e]
-		add := int32(level) - s.count[m]
-		if int64(i) < rem {
-			add++
-		}
-		s.x[e] += add
-		s.count[m] += add
-	}
-	return keys
-}
-
-// balance moves partitions, topic by topic, from the most-loaded member
-// holding some to the least-loaded subscriber while they differ by two or
-// more, until no topic can improve: Kafka's isBalanced. Each move lowers
-// the sum of squared counts, so it ends. A topic is looked at again only
-// when one of its subscribers' count changed.
-func (s *general) balance(order []int32) {
+// topicMembers lists each rank's subscribers: memberList[memberStart[r]:
+// memberStart[r+1]].
+func (s *general) topicMembers() {
 	g := s.g
 	nt := len(g.byRank)
-	queue := make([]int32, nt) // a ring: each topic is in it at most once
-	inQueue := make([]bool, nt)
-	copy(queue, order)
-	for _, r := range order {
-		inQueue[r] = true
+	s.memberStart = make([]int32, nt+1)
+	for r := range nt {
+		s.memberStart[r+1] = s.memberStart[r] + s.subs[r]
 	}
-	head, size := 0, nt
-	touched := make([]bool, len(s.count))
-	var changed []int32
-	for size > 0 {
-		r := queue[head]
-		head = (head + 1) % nt
-		size--
-		inQueue[r] = false
-		changed = s.balanceTopic(r, touched, changed[:0])
-		for _, m := range changed {
-			touched[m] = false
-			for _, t := range g.memberTopics(m) {
-				if !inQueue[t] {
-					inQueue[t] = true
-					queue[(head+size)%nt] = t
-					size++
-				}
-			}
+	s.memberList = make([]int32, s.memberStart[nt])
+	next := slices.Clone(s.memberStart[:nt])
+	for m := range int32(len(s.size)) {
+		for _, r := range g.memberTopics(m) {
+			s.memberList[next[r]] = m
+			next[r]++
 		}
 	}
 }
 
-// balanceTopic balances rank r against its subscribers' current counts and
-// appends the members whose count changed to changed.
-func (s *general) balanceTopic(r int32, touched []bool, changed []int32) []int32 {
-	ents := s.topicEntries[s.topicStart[r]:s.topicStart[r+1]]
-	if len(ents) < 2 {
-		return changed
+// deal is one of rule 2's dealing passes over unassigned (grouped by rank,
+// in Kafka's order): each partition still free goes to the first member,
+// by (count, member id), that subscribes to its topic; in the rack pass
+// (onRacks) only to one on a rack of its replicas or without a rack, and
+// it stays free when there is none. Only a topic's subscribers can take
+// its partitions, and only their counts change while it is dealt, so a
+// heap of them per topic (per rack in the rack pass) gives the member
+// Kafka's scan of its whole member set finds.
+func (s *general) deal(unassigned []rankedPartition, onRacks bool) {
+	g, rk := s.g, s.rk
+	nh := 1
+	if onRacks {
+		nh = rk.consumerRacks + 1 // the last: members without a rack
 	}
+	heaps := make([]minHeap, nh)
+	for i := 0; i < len(unassigned); {
+		r := unassigned[i].r
+		j := i
+		for j < len(unassigned) && unassigned[j].r == r {
+			j++
+		}
+		for k := range heaps {
+			heaps[k] = heaps[k][:0]
+		}
+		for _, m := range s.memberList[s.memberStart[r]:s.memberStart[r+1]] {
+			k := 0
+			if onRacks {
+				if k = int(rk.member[m]); k < 0 {
+					k = nh - 1
+				}
+			}
+			heaps[k] = append(heaps[k], uint64(s.size[m])<<32|uint64(g.rank[m]))
+		}
+		for k := range heaps {
+			heaps[k].init()
+		}
+		for _, p := range unassigned[i:j] {
+			if s.holder[p.x] >= 0 {
+				continue
+			}
+			h := &heaps[0]
+			if onRacks {
+				h = &heaps[nh-1]
+				rk.eachRack(g.replicaSet(r, p.x-g.base[r]), func(k int32) {
+					if c := &heaps[k]; len(*c) > 0 && (len(*h) == 0 || (*c)[0] < (*h)[0]) {
+						h = c
+					}
+				})
+			}
+			if len(*h) == 0 {
+				continue
+			}
+			m := g.order[uint32((*h)[0])]
+			s.holder[p.x] = m
+			s.held[s.entryOf(m, r)]++
+			s.size[m]++
+			(*h)[0] += 1 << 32
+			h.down(0)
+		}
+		i = j
+	}
+}
+
+// minHeap is a binary min-heap of packed (count, member rank) keys.
+type minHeap []uint64
+
+func (h minHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// down restores the heap below i after h[i] grew.
+func (h minHeap) down(i int) {
 	for {
-		lo, hi := s.extremes(ents)
-		if hi < 0 {
-			return changed
+		l := 2*i + 1
+		if l >= len(h) {
+			return
 		}
-		lm, hm := s.entryMember[lo], s.entryMember[hi]
-		if s.count[hm] < s.count[lm]+2 {
-			return changed
+		if r := l + 1; r < len(h) && h[r] < h[l] {
+			l = r
 		}
-		s.x[hi]--
-		s.count[hm]--
-		s.x[lo]++
-		s.count[lm]++
-		for _, m := range [2]int32{lm, hm} {
-			if !touched[m] {
-				touched[m] = true
-				changed = append(changed, m)
-			}
+		if h[i] <= h[l] {
+			return
 		}
+		h[i], h[l] = h[l], h[i]
+		i = l
 	}
 }
 
-// extremes returns the least-loaded subscriber among ents (first in member
-// order on ties) and the most-loaded one holding a partition of the topic,
-// preferring on ties one that holds more than it kept, so that what moves
-// is what it was only just given; hi is -1 when nobody holds any.
-//
-//go:noinline
-func (s *general) extremes(ents []int32) (lo, hi int32) {
-	count, x, own, em := s.count, s.x, s.own, s.entryMember
-	lo, hi = ents[0], -1
-	loC, hiC := count[em[lo]], int32(-1)
-	hiFresh := false
-	for _, e := range ents {
-		c := count[em[e]]
-		if c < loC {
-			lo, loC = e, c
-		}
-		if x[e] == 0 {
-			continue
-		}
-		fresh := x[e] > own[e]
-		if c > hiC || (c == hiC && fresh && !hiFresh) {
-			hi, hiC, hiFresh = e, c, fresh
+// participates is Kafka's canConsumerParticipateInReassignment: member m
+// can still gain partitions, or holds some of a topic with two or more
+// subscribers.
+func (s *general) participates(m int32) bool {
+	if s.size[m] < s.most[m] {
+		return true
+	}
+	ts := s.g.memberTopics(m)
+	for i, r := range ts {
+		if s.held[s.entry[m]+int32(i)] > 0 && s.subs[r] >= 2 {
+			return true
 		}
 	}
-	return lo, hi
+	return false
 }
 
-// materialize chooses the partitions. Per topic, a member whose plan is
-// smaller than what it holds keeps what it owned before the partitions it
-// was only just given (rack mode), each in partition order, and frees the
-// rest; members whose plan is larger take the free partitions as Kafka's
-// maybeAssign deals them (in rack mode, rack-matching members first, then
-// previous owners, then members in order). valid are
-// the kept owned runs and fresh the partitions rack mode handed out, both
-// sorted by start and with the entry in gen.
-func (s *general) materialize(valid, fresh, mismatched []claim) []claim {
-	g := s.g
-	out := make([]claim, 0, len(valid)+len(fresh)+len(s.x))
-	left := make([]int32, len(s.x)) // per entry: still to keep
-	copy(left, s.x)
-	var pool, held []claim
-	var ms, join, leave []int32
-	vi, fi, mi := 0, 0, 0
-	keep := func(runs []claim) {
-		for _, c := range runs {
-			e := c.gen
-			k := min(left[e], c.n)
-			if k > 0 {
-				out = append(out, claim{start: c.start, n: k, member: c.member})
-				left[e] -= k
-			}
-			if k < c.n {
-				pool = append(pool, claim{start: c.start + k, n: c.n - k, member: -1})
-			}
-		}
+// score is Kafka's getBalanceScore over the members that take part: the
+// sum over all pairs of the difference of their counts, in Java int
+// arithmetic.
+func (s *general) score() int32 {
+	var counts []int32
+	s.set.ascend(func(m int32) bool {
+		counts = append(counts, s.size[m])
+		return false
+	})
+	// counts ascend: member i is above the i before it and below the
+	// k-1-i after it.
+	var sum int64
+	k := int64(len(counts))
+	for i, c := range counts {
+		sum += int64(c) * (2*int64(i) - k + 1)
 	}
-	for r := range int32(len(g.byRank)) {
-		if s.subscribers(r) == 0 {
-			continue // another component's
-		}
-		lo, hi := g.base[r], g.base[r+1]
-		vi, fi, mi = upTo(valid, vi, lo), upTo(fresh, fi, lo), upTo(mismatched, mi, lo)
-		vj, fj, mj := upTo(valid, vi, hi), upTo(fresh, fi, hi), upTo(mismatched, mi, hi)
-		held = append(append(held[:0], valid[vi:vj]...), fresh[fi:fj]...)
-		if fj > fi {
-			sortByStart(held)
-		}
-		pool = gaps(held, lo, hi, pool[:0])
-		keep(valid[vi:vj])
-		keep(fresh[fi:fj])
-		pool = mergeFree(pool)
-		ents := s.topicEntries[s.topicStart[r]:s.topicStart[r+1]]
-		if s.rk == nil {
-			// Deal as maybeAssign would from each member's load then.
-			ms, join, leave = ms[:0], join[:0], leave[:0]
-			for _, e := range ents {
-				if left[e] > 0 {
-					ms = append(ms, s.entryMember[e])
-					join = append(join, s.pre[e])
-					leave = append(leave, s.pre[e]+left[e])
+	return int32(sum)
+}
+
+// walk is Kafka's performReassignments over the partitions parts yields,
+// in that order: it reports whether it moved anything.
+func (s *general) walk(parts func(yield func(x, r int32) bool)) bool {
+	performed := false
+	for {
+		modified := false
+		parts(func(x, r int32) bool {
+			if s.isBalanced() {
+				return false
+			}
+			c := s.holder[x]
+			if s.prev != nil {
+				// Kafka does not check that the previous owner still
+				// subscribes to the topic; the partition may then pass
+				// through it, and repair settles what stays there. (A
+				// previous owner that takes no part in step 4 makes
+				// Kafka fail; it is passed over.)
+				if p := s.prev[x]; p >= 0 && !s.fixed[p] && s.size[c] > s.size[p]+1 {
+					s.reassign(x, r, p)
+					performed, modified = true, true
+					return true
 				}
 			}
-			out, _ = newFreeCursor(pool).dealRounds(out, ms, join, leave)
-		} else {
-			out = s.placeRacks(out, r, pool, mismatched[mi:mj], ents, left)
+			if to := s.firstSubscriber(r); to >= 0 && s.size[c] > s.size[to]+1 {
+				s.reassign(x, r, to)
+				performed, modified = true, true
+			}
+			return true
+		})
+		if !modified {
+			return performed
 		}
-		vi, fi, mi = vj, fj, mj
+	}
+}
+
+// firstSubscriber returns the first member, by (count, member id), taking
+// part in step 4 that subscribes to rank r.
+func (s *general) firstSubscriber(r int32) int32 {
+	if s.minVer[r] != s.version {
+		s.minVer[r] = s.version
+		s.minSub[r] = s.set.ascend(func(m int32) bool { return s.subscribes(m, r) })
+	}
+	return s.minSub[r]
+}
+
+// mostHeld returns the largest count among the members taking part that
+// hold a partition of rank r, or -1.
+func (s *general) mostHeld(r int32) int32 {
+	if s.maxVer[r] != s.version {
+		s.maxVer[r] = s.version
+		m := s.set.descend(func(m int32) bool { return s.holds(m, r) })
+		s.maxHold[r] = -1
+		if m >= 0 {
+			s.maxHold[r] = s.size[m]
+		}
+	}
+	return s.maxHold[r]
+}
+
+// isBalanced is Kafka's isBalanced over the members taking part: their
+// counts differ by at most one, or no member that could take more
+// subscribes to a topic some member holding two or more partitions more
+// than it has a partition of.
+func (s *general) isBalanced() bool {
+	if s.balVersion == s.version {
+		return s.balanced
+	}
+	s.balVersion = s.version
+	s.balanced = true
+	lo, hi := s.set.first(), s.set.last()
+	if lo < 0 || s.size[lo] >= s.size[hi]-1 {
+		return true
+	}
+	top := s.size[hi]
+	s.set.ascend(func(m int32) bool {
+		if s.size[m] >= top-1 {
+			return true // no holder can have two more than m
+		}
+		if s.size[m] == s.most[m] {
+			return false
+		}
+		for _, r := range s.g.memberTopics(m) {
+			if s.mostHeld(r) > s.size[m]+1 {
+				s.balanced = false
+				return true
+			}
+		}
+		return false
+	})
+	return s.balanced
+}
+
+// reassign is Kafka's reassignPartition: partition x of rank r is to go to
+// member to, unless an earlier move took a partition of r from to towards
+// x's original holder, in which case that one goes back instead.
+func (s *general) reassign(x, r, to int32) {
+	from := s.holder[x]
+	if o := s.moved[x]; o >= 0 {
+		from = o
+	}
+	if back := s.moves[moveKey{r, to, from}]; back != nil {
+		x = back.first()
+	}
+	s.move(x, r, to)
+}
+
+// move is Kafka's processPartitionMovement: partition x of rank r goes to
+// member to, and the movement records follow.
+func (s *general) move(x, r, to int32) {
+	from := s.holder[x]
+	s.set.remove(from)
+	s.set.remove(to)
+	if o := s.moved[x]; o >= 0 {
+		s.forget(moveKey{r, o, from}, x)
+		if o != to {
+			s.record(moveKey{r, o, to}, x)
+		} else {
+			s.moved[x] = -1
+		}
+	} else {
+		s.record(moveKey{r, from, to}, x)
+		s.moved[x] = from
+	}
+	s.count(from, r, -1)
+	s.count(to, r, 1)
+	s.size[from]--
+	s.size[to]++
+	s.holder[x] = to
+	s.undo = append(s.undo, x, from)
+	s.set.add(to)
+	s.set.add(from)
+	s.version++
+}
+
+// count adds d to what member m holds of rank r, which m may not
+// subscribe to (see walk).
+func (s *general) count(m, r, d int32) {
+	if e := s.entryOf(m, r); e >= 0 {
+		s.held[e] += d
+		return
+	}
+	if s.off == nil {
+		s.off = make(map[[2]int32]int32)
+	}
+	k := [2]int32{m, r}
+	if s.off[k] += d; s.off[k] == 0 {
+		delete(s.off, k)
+	}
+	s.strays = true
+}
+
+// holds reports whether member m holds a partition of rank r.
+func (s *general) holds(m, r int32) bool {
+	if e := s.entryOf(m, r); e >= 0 {
+		return s.held[e] > 0
+	}
+	return len(s.off) > 0 && s.off[[2]int32{m, r}] > 0
+}
+
+// repair hands every partition held by a member that does not subscribe
+// to its topic (Kafka's answer would leave it there) to the first
+// subscriber by (count, member id), in Kafka's partition order.
+func (s *general) repair() {
+	g := s.g
+	for _, r := range s.order {
+		for x := g.base[r]; x < g.base[r+1]; x++ {
+			if c := s.holder[x]; s.entryOf(c, r) < 0 {
+				s.moved[x] = -1 // no movement record: this is not Kafka's move
+				to := s.firstSubscriber(r)
+				s.set.remove(c)
+				s.set.remove(to)
+				s.count(c, r, -1)
+				s.count(to, r, 1)
+				s.size[c]--
+				s.size[to]++
+				s.holder[x] = to
+				s.set.add(to)
+				s.set.add(c)
+				s.version++
+			}
+		}
+	}
+}
+
+func (s *general) record(k moveKey, x int32) {
+	set := s.moves[k]
+	if set == nil {
+		set = &javaHashSet{}
+		s.moves[k] = set
+	}
+	set.add(x, tpHash(s.topicHash[k.rank], x-s.g.base[k.rank]))
+}
+
+// forget removes x from the movements k; a set left empty is dropped, so
+// that the next one starts afresh as Kafka's does.
+func (s *general) forget(k moveKey, x int32) {
+	if set := s.moves[k]; set != nil {
+		set.remove(x)
+		if len(set.elems) == 0 {
+			delete(s.moves, k)
+		}
+	}
+}
+
+// runs returns the assignment as runs, member by member: each member's
+// partitions in ascending order, joined into progressions where they
+// continue one (Kafka's dealing gives a member every k-th partition, topic
+// after topic), which keeps the response as compact as the uniform path's.
+func (s *general) runs() []claim {
+	g := s.g
+	n := len(s.size)
+	start := make([]int32, n+1)
+	for _, m := range s.holder {
+		if m >= 0 {
+			start[m+1]++
+		}
+	}
+	for m := range n {
+		start[m+1] += start[m]
+	}
+	next := slices.Clone(start[:n])
+	byMember := make([]rankedPartition, start[n])
+	for r := range int32(len(g.byRank)) {
+		for x := g.base[r]; x < g.base[r+1]; x++ {
+			if m := s.holder[x]; m >= 0 {
+				byMember[next[m]] = rankedPartition{x, r}
+				next[m]++
+			}
+		}
+	}
+	var out []claim
+	for m := range int32(n) {
+		for _, p := range byMember[start[m]:start[m+1]] {
+			out = pushClaim(out, claim{start: p.x, n: 1, member: m, topic: p.r})
+		}
 	}
 	return out
 }
@@ -350,156 +658,4 @@ func upTo(cs []claim, i int, hi int32) int {
 		i++
 	}
 	return i
-}
-
-// placeRacks hands the free partitions of rank r to the entries with room
-// left in rack mode: rack-matching members first (partitions with the
-// fewest candidates first), then the member that owned a partition before
-// rack alignment took it, then members in order.
-func (s *general) placeRacks(out []claim, r int32, pool, mismatched []claim, ents, left []int32) []claim {
-	g, rk := s.g, s.rk
-	parts := g.expandFree(pool, mismatched)
-	if len(parts) == 0 {
-		return out
-	}
-	byCand, keys := rk.byCandidates(parts)
-	members := make([]int32, 0, len(ents))
-	for _, e := range ents {
-		if left[e] > 0 {
-			members = append(members, s.entryMember[e])
-		}
-	}
-	entry := func(m int32) int32 { return s.entryOf(m, r) }
-	queues := newRackQueues(rk, members)
-	queues.reset(func(m int32) int32 { return left[entry(m)] })
-	queues.matchRacks(rk, parts, byCand, keys, func(m int32) bool {
-		left[entry(m)]--
-		return true
-	})
-	for i := range parts {
-		if p := &parts[i]; p.to < 0 && p.owner >= 0 {
-			if e := entry(p.owner); e >= 0 && left[e] > 0 {
-				p.to = p.owner
-				left[e]--
-			}
-		}
-	}
-	next := 0
-	for _, e := range ents {
-		for left[e] > 0 && next < len(parts) {
-			if parts[next].to < 0 {
-				parts[next].to = s.entryMember[e]
-				left[e]--
-			}
-			next++
-		}
-	}
-	for i := range parts {
-		out = append(out, claim{start: parts[i].x, n: 1, member: parts[i].to})
-	}
-	return out
-}
-
-// rackFill hands each free partition, topic by topic in the given order, to
-// the least-loaded subscriber (ties in member order) on one of the racks of
-// its replicas, or without a rack, as Kafka's maybeAssign does with rack
-// matching. It lowers free by what it hands out and returns those
-// partitions as runs of one, sorted by start, with the entry in gen.
-func (s *general) rackFill(order []int32, valid []claim, free []int32) []claim {
-	g, rk := s.g, s.rk
-	// The kept runs of each topic, to find its gaps.
-	from := make([]int32, len(g.byRank)+1)
-	for i := range valid {
-		from[valid[i].topic+1]++
-	}
-	for r := range g.byRank {
-		from[r+1] += from[r]
-	}
-	heaps := make([]minHeap, rk.consumerRacks+1) // the last: members without a rack
-	var out []claim
-	var gapsBuf []claim
-	for _, r := range order {
-		if free[r] == 0 {
-			continue
-		}
-		for k := range heaps {
-			heaps[k] = heaps[k][:0]
-		}
-		for _, e := range s.topicEntries[s.topicStart[r]:s.topicStart[r+1]] {
-			m := s.entryMember[e]
-			k := rk.member[m]
-			if k < 0 {
-				k = int32(rk.consumerRacks)
-			}
-			heaps[k].push(uint64(s.count[m])<<32 | uint64(g.rank[m]))
-		}
-		anyRack := &heaps[rk.consumerRacks]
-		gapsBuf = gaps(valid[from[r]:from[r+1]], g.base[r], g.base[r+1], gapsBuf[:0])
-		for _, c := range gapsBuf {
-			for x := c.start; x < c.end(); x++ {
-				set := g.replicaSet(r, x-g.base[r])
-				best := anyRack
-				rk.eachRack(set, func(k int32) {
-					if h := &heaps[k]; len(*h) > 0 && (len(*best) == 0 || (*h)[0] < (*best)[0]) {
-						best = h
-					}
-				})
-				if len(*best) == 0 {
-					continue
-				}
-				key := best.pop()
-				m := g.order[uint32(key)]
-				e := s.entryOf(m, r)
-				s.x[e]++
-				s.count[m]++
-				free[r]--
-				best.push(key + 1<<32)
-				out = append(out, claim{start: x, n: 1, member: m, gen: e, topic: r})
-			}
-		}
-	}
-	sortByStart(out)
-	return out
-}
-
-// minHeap is a binary min-heap of packed keys.
-type minHeap []uint64
-
-func (h *minHeap) push(v uint64) {
-	*h = append(*h, v)
-	a := *h
-	i := len(a) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if a[p] <= a[i] {
-			break
-		}
-		a[p], a[i] = a[i], a[p]
-		i = p
-	}
-}
-
-func (h *minHeap) pop() uint64 {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		if r := l + 1; r < n && a[r] < a[l] {
-			l = r
-		}
-		if a[i] <= a[l] {
-			break
-		}
-		a[i], a[l] = a[l], a[i]
-		i = l
-	}
-	*h = a
-	return top
 }

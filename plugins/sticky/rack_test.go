@@ -205,13 +205,15 @@ func TestSticky_RackModeTrimsIntoProgressions(t *testing.T) {
 		},
 		Members: []abi.Member{
 			{MemberID: "m-10", Topics: []int32{0, 1}, OwnedGeneration: -1},
-			{MemberID: "m-241", Rack: "a", Topics: []int32{0}, OwnedGeneration: -1},
+			{MemberID: "m-241", Rack: "a", Topics: []int32{0, 1}, OwnedGeneration: -1},
 			{MemberID: "m-472", Topics: []int32{0, 1}, OwnedGeneration: -1},
 			{MemberID: "m-83", Rack: "b", Topics: []int32{0, 1}, OwnedGeneration: 4, Owned: []abi.TopicPartitions{{Topic: 0, Partitions: []int32{0, 2, 5}}}},
 			{MemberID: "m-174", Topics: []int32{0, 1}, OwnedGeneration: 0, Owned: []abi.TopicPartitions{{Topic: 0, Partitions: []int32{0, 1, 3, 4, 7}}}},
 			{MemberID: "m-555", Rack: "a", Topics: []int32{0, 1}, OwnedGeneration: 1},
 		},
 	}
+	// Every member sends the same subscription (t1 has no partitions), so
+	// this is Kafka's constrained path, where the trimming happens.
 	_, p := coop.run(t, req)
 	// m-83 keeps 2 and 5 (0 is off its rack); m-174 keeps the first two of
 	// 1, 3, 4, 7 by partition id.
