@@ -91,7 +91,9 @@ type Group struct {
 // host sends a plugin: members sorted static-by-instance-id then by member
 // id, the topic table sorted by name (every subscribed or owned topic, with
 // Exists false for names the cluster does not have), Owned from
-// OwnedPartitions and OwnedGeneration from Generation.
+// OwnedPartitions and OwnedGeneration from Generation. The request is in
+// the grouped layout: runs of owned topics with equal partitions are one
+// entry over a topic list.
 //
 // It decodes with a fresh consumerproto.Decoder each time, so a benchmark
 // run gains nothing from an earlier one; within one call, members with equal
@@ -107,7 +109,7 @@ func RequestFromJoin(g Group, members []kmsg.JoinGroupResponseMember) (*abi.Requ
 	dec := consumerproto.NewDecoder(names)
 	subs := make([]consumerproto.Subscription, len(sorted))
 	for i, m := range sorted {
-		s, err := dec.Decode(m.ProtocolMetadata)
+		s, err := dec.DecodeRuns(m.ProtocolMetadata)
 		if err != nil {
 			return nil, fmt.Errorf("member %q: %w", m.MemberID, err)
 		}
@@ -140,13 +142,20 @@ func RequestFromJoin(g Group, members []kmsg.JoinGroupResponseMember) (*abi.Requ
 	// Members with equal subscriptions share one decoded slice, so they can
 	// share its translation too.
 	translated := make(map[*int32][]int32)
-	// All members' owned entries come from one array: at 2,000 members
-	// owning a partition of each of 500 topics, that is a million entries.
-	total := 0
-	for i := range subs {
-		total += len(subs[i].Owned)
+	var grouper abi.Grouper
+	// Owned entries are decoded as runs with equal partitions, and a run
+	// of topics that ascend in the table becomes one entry over a topic
+	// list (sdk/ABI.md section 7): at 2,000 members owning a partition of
+	// each of 500 topics, a million entries become 2,000 over one list.
+	// Members' runs share their topic ids, so each distinct run is
+	// translated once; refs holds its list reference, or 0 when it is
+	// written as plain entries.
+	type runKey struct {
+		first *int32
+		n     int
 	}
-	owned := make([]abi.TopicPartitions, total)
+	refs := make(map[runKey]int32)
+	var owned []abi.TopicPartitions
 	for i, m := range sorted {
 		s := &subs[i]
 		am := &req.Members[i]
@@ -167,28 +176,66 @@ func RequestFromJoin(g Group, members []kmsg.JoinGroupResponseMember) (*abi.Requ
 					ts[k] = table[id]
 				}
 				slices.Sort(ts)
+				// The subscription travels as a reference to the
+				// topic-list table (sdk/ABI.md section 7).
+				ref := grouper.List(ts)
+				ts = grouper.Lists()[^ref]
 				translated[key] = ts
 			}
 			am.Topics = ts
 		} else {
 			am.Topics = []int32{}
 		}
-		if len(s.Owned) > 0 {
-			n := len(s.Owned)
-			am.Owned, owned = owned[:n:n], owned[n:]
-			for k, o := range s.Owned {
-				am.Owned[k] = abi.TopicPartitions{Topic: table[o.Topic], Partitions: o.Partitions}
+		if len(s.OwnedRuns) > 0 {
+			from := len(owned)
+			for _, run := range s.OwnedRuns {
+				key := runKey{&run.Topics[0], len(run.Topics)}
+				ref, ok := refs[key]
+				if !ok {
+					ref = listOf(&grouper, run.Topics, table)
+					refs[key] = ref
+				}
+				if ref != 0 {
+					owned = append(owned, abi.TopicPartitions{Topic: ref, Partitions: run.Partitions})
+					continue
+				}
+				for _, id := range run.Topics {
+					owned = append(owned, abi.TopicPartitions{Topic: table[id], Partitions: run.Partitions})
+				}
 			}
+			am.Owned = owned[from:len(owned):len(owned)]
 		}
 	}
+	req.TopicLists = grouper.Lists()
 	return req, nil
+}
+
+// listOf returns the reference to the topic list of the decoder ids ids,
+// translated to table indices, or 0 when they make no list: fewer than
+// abi.MinRun, or not strictly ascending in the table.
+func listOf(g *abi.Grouper, ids, table []int32) int32 {
+	if len(ids) < abi.MinRun {
+		return 0
+	}
+	ts := make([]int32, len(ids))
+	for i, id := range ids {
+		ts[i] = table[id]
+		if i > 0 && ts[i] <= ts[i-1] {
+			return 0
+		}
+	}
+	return g.List(ts)
 }
 
 // EncodeResponse turns a plugin's response into the SyncGroup assignments
 // the leader sends: one per member of req (empty for a member the response
 // leaves out), ordered by member id, each a ConsumerMemberAssignment with
 // topics by name and partitions ascending, as kgo encodes its plans.
+//
+// A response in the grouped layout is expanded member by member, into one
+// reused buffer.
 func EncodeResponse(req *abi.Request, resp *abi.Response) []kmsg.SyncGroupRequestGroupAssignment {
+	var scratch []abi.TopicPartitions
 	byMember := make([]*abi.MemberAssignment, len(req.Members))
 	for i := range resp.Members {
 		ma := &resp.Members[i]
@@ -204,7 +251,12 @@ func EncodeResponse(req *abi.Request, resp *abi.Response) []kmsg.SyncGroupReques
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()
 		sa.MemberID = req.Members[i].MemberID
 		if ma := byMember[i]; ma != nil {
-			sa.MemberAssignment = enc.Append(nil, ma.Partitions, ma.UserData)
+			parts := ma.Partitions
+			if resp.TopicLists != nil {
+				scratch = abi.AppendExpanded(scratch[:0], resp.TopicLists, parts)
+				parts = scratch
+			}
+			sa.MemberAssignment = enc.Append(nil, parts, ma.UserData)
 		} else {
 			sa.MemberAssignment = enc.Append(nil, nil, nil)
 		}

@@ -96,12 +96,19 @@ func (o Options) pipeline(g Group, members []kmsg.JoinGroupResponseMember, assig
 	if err != nil {
 		return nil, err
 	}
+	if !o.Assignor.Info.Grouped {
+		// Only an assignor that declares the grouped layout reads it.
+		req = req.Expanded()
+	}
 	resp, err := assign(req)
 	if err != nil {
 		return nil, err
 	}
-	if req.RebalanceProtocol == abi.Cooperative {
-		resp, _ = handover.Withhold(req, resp)
+	if req.RebalanceProtocol == abi.Cooperative && reportsOwned(req) {
+		// handover reads only the plain layout. Where no member reports
+		// owning anything, nothing is held, so nothing is withheld (the
+		// handover package's rule) and the target goes out as it is.
+		resp, _ = handover.Withhold(req.Expanded(), resp.Expanded())
 	}
 	return EncodeResponse(req, resp), nil
 }
@@ -318,4 +325,17 @@ func movedBetween(before, after []kmsg.SyncGroupRequestGroupAssignment) (int, er
 		}
 	}
 	return n, nil
+}
+
+// reportsOwned reports whether some member of req reports an owned
+// partition.
+func reportsOwned(req *abi.Request) bool {
+	for i := range req.Members {
+		for _, tp := range req.Members[i].Owned {
+			if len(tp.Partitions) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -94,6 +94,9 @@ type Subscription struct {
 	// Owned is what the member reports owning (version 1 and up), in the
 	// order the client wrote it. A topic may appear more than once.
 	Owned []Owned
+	// OwnedRuns is Owned read as runs of entries with equal partitions,
+	// in the same order, set by DecodeRuns instead of Owned.
+	OwnedRuns []OwnedRun
 	// Generation is the generation the member held Owned in (version 2 and
 	// up), -1 when the client did not say.
 	Generation int32
@@ -131,6 +134,11 @@ type Decoder struct {
 	// large group owns one partition of each of hundreds of topics, and an
 	// allocation per list would cost more than the rest of decoding.
 	arena []int32
+	// runIDs is DecodeRuns' scratch for the topic ids of a run; lastRuns
+	// are the previous subscription's runs, whose topic ids the next
+	// subscription shares where they are equal.
+	runIDs   []int32
+	lastRuns []OwnedRun
 }
 
 type decodedList struct {
@@ -286,6 +294,135 @@ func (d *Decoder) owned(r *reader) []Owned {
 		out[i] = Owned{Topic: id, Partitions: ps}
 	}
 	return out
+}
+
+// OwnedRun is a run of consecutive owned entries of a subscription that
+// list equal partitions, one entry per topic of Topics. Kafka's round robin
+// gives each member of a large group one partition of each of hundreds of
+// topics, the same partition id in every topic when the topics are equally
+// large: such a member's hundreds of entries are one run.
+type OwnedRun struct {
+	// Topics are the entries' topic ids, in the order the client wrote
+	// them. Runs of different subscriptions that name the same ids in the
+	// same order share one slice, so it must not be modified.
+	Topics []int32
+	// Partitions are the partitions every entry of the run lists.
+	Partitions []int32
+}
+
+// DecodeRuns is Decode with the owned partitions read as runs: the result
+// has OwnedRuns instead of Owned. It allocates nothing per owned entry that
+// continues a run, and shares the topic ids of a run with the previous
+// subscription's run in the same position when they are equal.
+func (d *Decoder) DecodeRuns(b []byte) (Subscription, error) {
+	r := reader{b: b}
+	s := Subscription{Generation: -1}
+	s.Version = r.int16("version")
+	if r.err == nil && s.Version < 0 {
+		r.fail("version", errNegativeVersion(s.Version))
+	}
+	s.Topics = d.topicList(&r)
+	s.UserData = r.nullableBytes("user data")
+	if s.Version >= 1 {
+		s.OwnedRuns = d.ownedRuns(&r)
+	}
+	if s.Version >= 2 {
+		s.Generation = r.int32("generation")
+	}
+	if s.Version >= 3 {
+		s.Rack, s.HasRack = r.nullableString("rack")
+	}
+	if r.err != nil {
+		return Subscription{}, r.err
+	}
+	return s, nil
+}
+
+// ownedRuns reads the owned-partitions array as runs. Entries are read as
+// owned reads them; an entry whose partitions equal those of the run in
+// progress only adds its topic id to the run.
+func (d *Decoder) ownedRuns(r *reader) []OwnedRun {
+	n := r.arrayLen("owned partitions", 6)
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	var runs []OwnedRun
+	ids := d.runIDs[:0]
+	var cur []int32 // the partitions of the run in progress
+	prev := int32(-1)
+	b := r.b
+	flush := func() {
+		if len(ids) > 0 {
+			runs = append(runs, OwnedRun{Topics: d.sharedRun(len(runs), ids), Partitions: cur})
+		}
+		ids = ids[:0]
+	}
+	for range n {
+		var name []byte
+		off := r.off
+		same := false
+		var ps []int32
+		if len(b)-off >= 2 {
+			l := int(int16(binary.BigEndian.Uint16(b[off:])))
+			if at := off + 2 + l; l >= 0 && len(b)-at >= 4 {
+				c := int(int32(binary.BigEndian.Uint32(b[at:])))
+				if c >= 0 && (len(b)-at-4)/4 >= c {
+					name = b[off+2 : at]
+					raw := b[at+4 : at+4+4*c]
+					if len(ids) > 0 && c == len(cur) && (c != 1 || int32(binary.BigEndian.Uint32(raw)) == cur[0]) && (c == 1 || equalBE(raw, cur)) {
+						same = true
+					} else {
+						ps = d.partitions(raw)
+					}
+					r.off = at + 4 + 4*c
+				}
+			}
+		}
+		if name == nil && r.off == off {
+			name = r.stringBytes("owned topic name")
+			ps = r.int32s("owned partitions")
+			if r.err != nil {
+				return nil
+			}
+		}
+		var id int32
+		if g := d.guess(prev); g >= 0 && d.names.names[g] == string(name) {
+			id = g
+		} else {
+			id = d.nameAfter(prev, name)
+		}
+		prev = id
+		if !same {
+			flush()
+			cur = ps
+		}
+		ids = append(ids, id)
+	}
+	flush()
+	d.runIDs = ids
+	d.lastRuns = runs
+	return runs
+}
+
+// sharedRun returns the topic ids of run k of the subscription being
+// decoded: the previous subscription's run k when it has the same ids,
+// otherwise a copy of ids.
+func (d *Decoder) sharedRun(k int, ids []int32) []int32 {
+	if k < len(d.lastRuns) && slices.Equal(d.lastRuns[k].Topics, ids) {
+		return d.lastRuns[k].Topics
+	}
+	return slices.Clone(ids)
+}
+
+// equalBE reports whether raw holds the big-endian int32s of ps, which has
+// len(raw)/4 elements.
+func equalBE(raw []byte, ps []int32) bool {
+	for i, p := range ps {
+		if int32(binary.BigEndian.Uint32(raw[4*i:])) != p {
+			return false
+		}
+	}
+	return true
 }
 
 // partitions decodes big-endian int32s from b into the decoder's arena.

@@ -365,6 +365,13 @@ func (p *Plugin) Close(ctx context.Context) error {
 // response. Any failure is an *Error; the caller falls back as it sees fit.
 // req is not modified: its Assignor field is overridden by assignor, and a
 // zero Seed is replaced by one derived from the request.
+//
+// The grouped layout (sdk/ABI.md section 7) is negotiated here: an assignor
+// that declares it gets req grouped (abi.Request.Grouped) and any other gets
+// it plain (abi.Request.Expanded), whichever layout the caller used. The
+// response comes back in the caller's layout: a caller whose req has
+// TopicLists may get entries over topic lists, any other gets plain
+// entries only.
 func (p *Plugin) Assign(ctx context.Context, assignor string, req *abi.Request) (*abi.Response, error) {
 	info, ok := p.Assignor(assignor)
 	if !ok {
@@ -379,7 +386,16 @@ func (p *Plugin) Assign(ctx context.Context, assignor string, req *abi.Request) 
 	if r.Seed == 0 {
 		r.Seed = Seed(&r)
 	}
-	resp, mem, err := p.run.call(ctx, &r)
+	// The grouped layout is negotiated: an assignor that declares it gets
+	// its request grouped, whatever the caller sent, and any other gets it
+	// plain. The caller gets back the layout it sent.
+	var send *abi.Request
+	if info.Grouped {
+		send = r.Grouped()
+	} else {
+		send = r.Expanded()
+	}
+	resp, mem, err := p.run.call(ctx, send)
 	if mem > p.maxMemory.Load() {
 		p.maxMemory.Store(mem) // racy max is fine: it only ever reports a size some instance had
 	}
@@ -387,10 +403,17 @@ func (p *Plugin) Assign(ctx context.Context, assignor string, req *abi.Request) 
 		setAssignor(err, assignor)
 		return nil, err
 	}
-	if err := Validate(&r, resp, info); err != nil {
+	if resp.TopicLists != nil && !info.Grouped {
+		return nil, &Error{Plugin: p.name, Assignor: assignor, Kind: ErrInvalidOutput, Rule: RuleMalformed,
+			Detail: "a response in the grouped layout from an assignor that does not declare it"}
+	}
+	if err := Validate(send, resp, info); err != nil {
 		e := err.(*Error)
 		e.Plugin, e.Assignor = p.name, assignor
 		return nil, e
+	}
+	if req.TopicLists == nil {
+		resp = resp.Expanded()
 	}
 	return resp, nil
 }

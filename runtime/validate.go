@@ -27,6 +27,17 @@ func Validate(req *abi.Request, resp *abi.Response, info abi.AssignorInfo) error
 	stamp := int32(0)
 	var stamped []int32
 
+	// In the grouped layout an entry may stand for many topics; every list
+	// of the response's table is checked against the topic table once,
+	// and each entry's partitions once for all topics of its list.
+	for k, l := range resp.TopicLists {
+		for _, t := range l {
+			if t < 0 || t >= nTopics {
+				return invalid(RuleTopicIndex, "topic list %d: topic index %d, the request has %d topics", k, t, nTopics)
+			}
+		}
+	}
+	var one [1]int32
 	for _, ma := range resp.Members {
 		if ma.Member < 0 || int(ma.Member) >= len(req.Members) {
 			return invalid(RuleMemberIndex, "member index %d, the request has %d members", ma.Member, len(req.Members))
@@ -43,33 +54,54 @@ func Validate(req *abi.Request, resp *abi.Response, info abi.AssignorInfo) error
 			}
 			stamped = m.Topics
 		}
-		for _, tp := range ma.Partitions {
-			if tp.Topic < 0 || tp.Topic >= nTopics {
+		for i := range ma.Partitions {
+			tp := &ma.Partitions[i]
+			if tp.Topic < 0 && (resp.TopicLists == nil || int(^tp.Topic) >= len(resp.TopicLists)) || tp.Topic >= nTopics {
 				return invalid(RuleTopicIndex, "member %q: topic index %d, the request has %d topics", m.MemberID, tp.Topic, nTopics)
 			}
-			t := &req.Topics[tp.Topic]
-			if !t.Exists {
-				return invalid(RuleNonexistentTopic, "member %q: topic %q", m.MemberID, t.Name)
+			topics := abi.EntryTopics(resp.TopicLists, tp, &one)
+			if len(tp.Partitions) == 1 {
+				// The usual entry of a large group, one partition of each
+				// of many topics: its bit is found once.
+				if err := markOne(req, topics, tp.Partitions[0], subscribed, stamp, assigned, counts, m.MemberID); err != nil {
+					return err
+				}
+				continue
 			}
-			if subscribed[tp.Topic] != stamp {
-				return invalid(RuleUnsubscribed, "member %q: topic %q", m.MemberID, t.Name)
+			// The partition ids' range, found once per entry, settles
+			// most range checks per topic with one comparison.
+			lo, hi := int32(0), int32(-1)
+			if len(tp.Partitions) > 0 {
+				lo, hi = minMax(tp.Partitions)
 			}
-			bits := assigned[tp.Topic]
-			if bits == nil && len(tp.Partitions) > 0 {
-				bits = make([]uint64, (t.PartitionCount+63)/64)
-				assigned[tp.Topic] = bits
-			}
-			for _, p := range tp.Partitions {
-				if p < 0 || p >= t.PartitionCount {
+			for _, ti := range topics {
+				t := &req.Topics[ti]
+				if !t.Exists {
+					return invalid(RuleNonexistentTopic, "member %q: topic %q", m.MemberID, t.Name)
+				}
+				if subscribed[ti] != stamp {
+					return invalid(RuleUnsubscribed, "member %q: topic %q", m.MemberID, t.Name)
+				}
+				if len(tp.Partitions) == 0 {
+					continue
+				}
+				if lo < 0 || hi >= t.PartitionCount {
+					p := lo
+					if lo >= 0 {
+						p = hi
+					}
 					return invalid(RulePartitionRange, "member %q: partition %d of topic %q, which has %d partitions", m.MemberID, p, t.Name, t.PartitionCount)
 				}
-				w, b := p>>6, uint64(1)<<(p&63)
-				if bits[w]&b != 0 {
+				bits := assigned[ti]
+				if bits == nil {
+					bits = make([]uint64, (t.PartitionCount+63)/64)
+					assigned[ti] = bits
+				}
+				if p, ok := markAll(bits, tp.Partitions); !ok {
 					return invalid(RuleDuplicatePartition, "partition %d of topic %q, the second time to member %q", p, t.Name, m.MemberID)
 				}
-				bits[w] |= b
+				counts[ti] += int32(len(tp.Partitions))
 			}
-			counts[tp.Topic] += int32(len(tp.Partitions))
 		}
 	}
 
@@ -111,4 +143,54 @@ func Validate(req *abi.Request, resp *abi.Response, info abi.AssignorInfo) error
 // sameSlice reports whether a and b are the same slice of the same array.
 func sameSlice(a, b []int32) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// minMax returns the smallest and largest of ps, which is not empty.
+func minMax(ps []int32) (lo, hi int32) {
+	lo, hi = ps[0], ps[0]
+	for _, p := range ps[1:] {
+		lo, hi = min(lo, p), max(hi, p)
+	}
+	return lo, hi
+}
+
+// markAll sets the bit of every partition of ps, all within bits, and
+// reports the first one that was set already.
+func markAll(bits []uint64, ps []int32) (int32, bool) {
+	for _, p := range ps {
+		w, b := p>>6, uint64(1)<<(p&63)
+		if bits[w]&b != 0 {
+			return p, false
+		}
+		bits[w] |= b
+	}
+	return 0, true
+}
+
+// markOne records partition p of each of topics as assigned to the member
+// memberID, checking each topic as Validate does.
+func markOne(req *abi.Request, topics []int32, p int32, subscribed []int32, stamp int32, assigned [][]uint64, counts []int32, memberID string) error {
+	w, b := p>>6, uint64(1)<<(p&63)
+	for _, ti := range topics {
+		t := &req.Topics[ti]
+		switch {
+		case !t.Exists:
+			return invalid(RuleNonexistentTopic, "member %q: topic %q", memberID, t.Name)
+		case subscribed[ti] != stamp:
+			return invalid(RuleUnsubscribed, "member %q: topic %q", memberID, t.Name)
+		case p < 0 || p >= t.PartitionCount:
+			return invalid(RulePartitionRange, "member %q: partition %d of topic %q, which has %d partitions", memberID, p, t.Name, t.PartitionCount)
+		}
+		bits := assigned[ti]
+		if bits == nil {
+			bits = make([]uint64, (t.PartitionCount+63)/64)
+			assigned[ti] = bits
+		}
+		if bits[w]&b != 0 {
+			return invalid(RuleDuplicatePartition, "partition %d of topic %q, the second time to member %q", p, t.Name, memberID)
+		}
+		bits[w] |= b
+		counts[ti]++
+	}
+	return nil
 }

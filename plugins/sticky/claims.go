@@ -151,6 +151,19 @@ func (g *group) appendOwned(out []claim, tps []abi.TopicPartitions, m, gen int32
 	next, step := int32(-1), int32(0)
 	for i := range tps {
 		tp := &tps[i]
+		if tp.Topic < 0 {
+			// An entry over a topic list (the grouped layout): Kafka's
+			// round robin over equal topics makes it one progression.
+			out = g.appendOwnedList(out, tp, m, gen)
+			next = -1
+			if k := len(out) - 1; k >= from {
+				if c := &out[k]; c.n > 1 && c.gap > 0 {
+					step = c.gap + 1
+					next = c.last() + step
+				}
+			}
+			continue
+		}
 		if uint32(tp.Topic) >= uint32(len(rankOf)) {
 			continue
 		}
@@ -191,6 +204,75 @@ func (g *group) appendOwned(out []claim, tps []abi.TopicPartitions, m, gen int32
 		}
 	}
 	return out
+}
+
+// listSpan says where a topic list of the request lies among the ranks:
+// when ok, its topics are the n consecutive ranks from r0, and each has
+// size partitions.
+type listSpan struct {
+	r0, n, size int32
+	ok          bool
+}
+
+// span returns the span of the request's topic list k, worked out once per
+// list: lists are shared by every member whose entries refer to them.
+func (g *group) span(k int32) listSpan {
+	if g.spans == nil {
+		g.spans = make([]listSpan, len(g.req.TopicLists))
+		g.spanDone = make([]bool, len(g.req.TopicLists))
+	}
+	if g.spanDone[k] {
+		return g.spans[k]
+	}
+	g.spanDone[k] = true
+	l := g.req.TopicLists[k]
+	r0 := g.rankOf[l[0]]
+	if r0 < 0 || len(l) == 0 {
+		return listSpan{}
+	}
+	size := g.partitions(r0)
+	for i, t := range l {
+		if r := g.rankOf[t]; r != r0+int32(i) || g.partitions(r) != size {
+			return listSpan{}
+		}
+	}
+	g.spans[k] = listSpan{r0: r0, n: int32(len(l)), size: size, ok: true}
+	return g.spans[k]
+}
+
+// appendOwnedList appends member m's claims from an entry over a topic
+// list. The usual entry, one partition of each of equally large topics
+// with consecutive ranks, is one progression whose stride is the topic
+// size; anything else is read topic by topic.
+func (g *group) appendOwnedList(out []claim, tp *abi.TopicPartitions, m, gen int32) []claim {
+	k := ^tp.Topic
+	if int(k) >= len(g.req.TopicLists) || len(tp.Partitions) == 0 {
+		return out
+	}
+	// Kafka's round robin deals member i of M the partitions i, i+M, ...
+	// of every topic: when M divides the topic size, the entry's
+	// progression p0, p0+d, ... with len*d = size continues from topic to
+	// topic, so the whole list is one progression of stride d. A stride
+	// of one would make it contiguous across topics, which claims never
+	// are.
+	if sp := g.span(k); sp.ok {
+		parts := tp.Partitions
+		d, ok := sp.size, uint32(parts[0]) < uint32(sp.size) // one partition per topic
+		if len(parts) > 1 {
+			d, ok = progression(parts, sp.size)
+			ok = ok && int64(len(parts))*int64(d) == int64(sp.size)
+		}
+		if ok && d > 1 && parts[0] < d {
+			c := claim{start: g.base[sp.r0] + parts[0], n: sp.n * int32(len(parts)), gap: d - 1, member: m, gen: gen, topic: sp.r0}
+			return pushClaim(out, c)
+		}
+	}
+	l := g.req.TopicLists[k]
+	each := make([]abi.TopicPartitions, len(l))
+	for i, t := range l {
+		each[i] = abi.TopicPartitions{Topic: t, Partitions: tp.Partitions}
+	}
+	return g.appendOwned(out, each, m, gen)
 }
 
 // appendRuns cuts parts into runs of consecutive ids below limit and appends

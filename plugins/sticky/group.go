@@ -17,7 +17,10 @@ import (
 // partition p of rank r is base[r]+p, and a run of consecutive global numbers
 // is a run of partitions in Kafka's (topic, partition) order.
 type group struct {
-	req *abi.Request
+	// cooperative says whose claims count: owned partitions
+	// (cooperative-sticky) or user data (sticky).
+	cooperative bool
+	req         *abi.Request
 
 	// order lists member indices in the sticky assignors' member order
 	// (see memberIDOrder); rank is its inverse.
@@ -36,21 +39,24 @@ type group struct {
 	// every member's list.
 	subStart, subs []int32
 	shared         bool
-	// uniform is true when every member subscribes to the same assignable
-	// topics (Kafka's allSubscriptionsEqual, over topics that can be
-	// assigned).
+	// uniform is true when every member sent the same subscription, topics
+	// that do not exist included: Kafka's allSubscriptionsEqual, which
+	// picks its constrained builder only then.
 	uniform bool
 
 	// scratch is allocated on first use; see memberScratch.
 	scratch *memberScratch
 	// sizeRun is allocated on first use; see samePartitionID.
 	sizeRun []int32
+	// spans and spanDone cache where the request's topic lists lie among
+	// the ranks; allocated on first use, see span.
+	spans    []listSpan
+	spanDone []bool
 }
 
-// memberScratch is per-member working state, allocated once per request
-// and shared by the components of a group, which never share members.
+// memberScratch is per-member working state, allocated once per request.
 type memberScratch struct {
-	// pos is a member's position in its component's member list; count
+	// pos is a member's position in the member order; count
 	// what it holds; keep how many of its owned partitions it keeps.
 	pos, count, keep []int32
 }
@@ -167,7 +173,7 @@ func newGroup(req *abi.Request) (*group, error) {
 		g.base[r+1] = int32(next)
 	}
 
-	g.uniform = true
+	g.uniform = g.shared
 	if g.shared {
 		if n > 0 {
 			g.subs = g.ranksOf(nil, req.Members[0].Topics)
@@ -186,9 +192,6 @@ func newGroup(req *abi.Request) (*group, error) {
 		from := len(g.subs)
 		g.subs = g.ranksOf(g.subs, req.Members[m].Topics)
 		g.subStart[m] = int32(from)
-		if m > 0 && g.uniform {
-			g.uniform = slices.Equal(g.subs[from:], g.subs[g.subStart[m-1]:from])
-		}
 	}
 	g.subStart[n] = int32(len(g.subs))
 	return g, nil
@@ -220,6 +223,11 @@ func memberIDOrder(ms []abi.Member) []int32 {
 func equalInt32s(a, b []int32) bool {
 	if len(a) != len(b) {
 		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		// Decoders share one slice between members with the same
+		// subscription (the grouped layout sends it once).
+		return true
 	}
 	b = b[:len(a)]
 	var diff int32

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -39,7 +40,31 @@ func (k kind) run(t testing.TB, req *abi.Request) (*abi.Response, plan) {
 	if err != nil {
 		t.Fatalf("%s: %v", k, err)
 	}
+	checkGroupedAgrees(t, k, req, resp)
 	return resp, planOf(t, req, resp)
+}
+
+// checkGroupedAgrees runs k on req in the grouped layout (sdk/ABI.md
+// section 7) and fails t unless the answer, expanded, is resp: every test
+// that runs an assignor holds the two layouts to the same result.
+func checkGroupedAgrees(t testing.TB, k kind, req *abi.Request, resp *abi.Response) {
+	t.Helper()
+	grouped := req.Grouped()
+	if grouped == req {
+		return
+	}
+	got, err := k.assign(grouped)
+	if err != nil {
+		t.Fatalf("%s, grouped layout: %v", k, err)
+	}
+	if k == coop && got.TopicLists == nil {
+		// Sticky user data names every topic, so only the cooperative
+		// assignor answers in the grouped layout.
+		t.Fatalf("%s: a grouped request got a plain response", k)
+	}
+	if x := got.Expanded(); !reflect.DeepEqual(x, resp) {
+		t.Fatalf("%s: the grouped layout's answer differs from the plain one\ngrouped: %+v\n  plain: %+v", k, x, resp)
+	}
 }
 
 var bothKinds = []kind{eager, coop}

@@ -67,17 +67,49 @@ func (g *group) response(runs []claim, userData bool, generation int32) *abi.Res
 		bigEndianAscending(beIDs)
 		ud = make([]byte, 0, udSize)
 	}
+	// A request with topic lists accepts a response with them (sdk/ABI.md
+	// section 7). Sticky user data names every topic, so it is written
+	// from plain entries.
+	var lists *rankLists
+	if req.TopicLists != nil && !userData {
+		lists = &rankLists{byKey: make(map[[2]int32]int32)}
+		// Grouped, a member of a large group in Kafka's round robin has
+		// one entry rather than hundreds: sizing for the plain bound
+		// would clear a table a hundred times too large. Members with
+		// more entries grow it.
+		entries = min(entries, 4*int(n)+64)
+	}
 	tps := make([]abi.TopicPartitions, 0, entries)
 	pieces, spare := make([]piece, 0, most), []piece(nil)
 	buf := &idBuffer{left: joined}
 	for m := range n {
 		first := len(tps)
-		if rs := byMember[start[m]:start[m+1]]; len(rs) == 1 && !rs[0].contiguous() && rs[0].stride() >= maxP {
+		rs := byMember[start[m]:start[m+1]]
+		var w wholeTopics
+		switch {
+		case lists != nil && len(rs) == 1 && g.wholeTopics(&rs[0], &w) && lists.add(g, w.r0, w.topics):
+			// The same progression in each of equally large topics: the
+			// share of a member in Kafka's round robin when the member
+			// count divides the topic size, as one entry.
+			var parts []int32
+			if w.k == 1 {
+				parts = ids[w.p0 : w.p0+1 : w.p0+1]
+			} else {
+				parts = appendProgression(buf.take(w.k), w.p0, w.stride, w.k)
+			}
+			tps = append(tps, abi.TopicPartitions{Topic: lists.ref(w.r0, w.topics), Partitions: parts})
+		case len(rs) == 1 && !rs[0].contiguous() && rs[0].stride() >= maxP:
 			// One partition per topic, each its own entry: the layout of a
 			// member of a large group in Kafka's round robin.
 			tps = g.appendSingles(tps, rs[0], ids)
-		} else {
+		default:
 			tps = g.appendEntries(tps, rs, pieces, &spare, ids, buf)
+		}
+		if lists != nil && len(tps)-first >= abi.MinRun {
+			// Topics that share one partition list (a progression whose
+			// stride divides the topic sizes) become one entry. Group
+			// writes no further than it has read, so it works in place.
+			tps = lists.grouper.Group(tps[:first], tps[first:])
 		}
 		ma := &resp.Members[m]
 		ma.Member = m
@@ -90,8 +122,79 @@ func (g *group) response(runs []claim, userData bool, generation int32) *abi.Res
 			ma.UserData = ud[from:len(ud):len(ud)]
 		}
 	}
+	if lists != nil {
+		resp.TopicLists = lists.grouper.Lists()
+	}
 	return resp
 }
+
+// rankLists is the topic-list table of a grouped response, with the lists
+// of consecutive ranks found by their first rank and length rather than by
+// their contents: every member of a large group gets the same one.
+type rankLists struct {
+	grouper abi.Grouper
+	byKey   map[[2]int32]int32 // {first rank, ranks} to list reference, or 0 when the ranks cannot be a list
+}
+
+// wholeTopics describes a strided run that holds the same progression of
+// k partitions p0, p0+stride, ... in each of topics consecutive ranks from
+// r0, all of one size.
+type wholeTopics struct {
+	r0, topics, p0, stride, k int32
+}
+
+// wholeTopics reports whether the run c is such a run, and fills w. Only
+// then can one entry over a topic list stand for it.
+func (g *group) wholeTopics(c *claim, w *wholeTopics) bool {
+	if c.contiguous() {
+		return false
+	}
+	s := c.stride()
+	r0 := g.topicAt(c.start)
+	size := g.partitions(r0)
+	if size%s != 0 {
+		return false
+	}
+	k := size / s
+	p0 := c.start - g.base[r0]
+	if p0 >= s || c.n%k != 0 {
+		return false
+	}
+	topics := c.n / k
+	if g.sizeRun == nil {
+		// sizeRun[r] is the last rank of the stretch from r on whose
+		// topics all have r's partition count (see samePartitionID).
+		g.samePartitionID(c)
+	}
+	if int(r0+topics) > len(g.byRank) || g.sizeRun[r0] < r0+topics-1 {
+		return false
+	}
+	*w = wholeTopics{r0: r0, topics: topics, p0: p0, stride: s, k: k}
+	return true
+}
+
+// add makes sure the list of the n ranks from r0 is in the table, and
+// reports whether those ranks can be a list at all: their request indices
+// must ascend, which they do when the topic table is in name order, as
+// hosts send it.
+func (l *rankLists) add(g *group, r0, n int32) bool {
+	key := [2]int32{r0, n}
+	if ref, ok := l.byKey[key]; ok {
+		return ref != 0
+	}
+	ts := g.byRank[r0 : r0+n]
+	for i := 1; i < len(ts); i++ {
+		if ts[i] <= ts[i-1] {
+			l.byKey[key] = 0
+			return false
+		}
+	}
+	l.byKey[key] = l.grouper.List(ts)
+	return true
+}
+
+// ref returns the reference of a list that add accepted.
+func (l *rankLists) ref(r0, n int32) int32 { return l.byKey[[2]int32{r0, n}] }
 
 // appendSingles appends the entries of the strided run c whose stride
 // exceeds every topic, so that each partition is in a topic of its own.

@@ -34,6 +34,7 @@ func info(name, description string) abi.AssignorInfo {
 		Version:     "1.0.0",
 		Protocols:   []string{name},
 		Modes:       abi.ModeEager | abi.ModeCooperative,
+		Grouped:     true,
 		Description: description,
 	}
 }
@@ -64,6 +65,7 @@ func assign(req *abi.Request, cooperative bool) (*abi.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	g.cooperative = cooperative
 	kept := g.settle(g.claims(cooperative))
 	rk := newRacks(g)
 	if rk != nil && !allContiguous(kept) {
@@ -74,7 +76,7 @@ func assign(req *abi.Request, cooperative bool) (*abi.Response, error) {
 	if g.uniform {
 		runs = g.assignUniform(g.order, g.allRanks(), kept, rk)
 	} else {
-		runs = g.assignComponents(kept, rk)
+		runs = g.assignGeneral(kept, rk)
 	}
 	return g.response(runs, !cooperative, req.Generation), nil
 }

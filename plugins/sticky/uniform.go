@@ -57,9 +57,7 @@ func (g *group) assignUniform(members, ranks []int32, kept []claim, rk *racks) [
 		// their owner's rack.
 		kept, _ = g.splitByRack(kept, rk)
 	}
-	// Per-member state lives in group-wide arrays: components do not share
-	// members, so each call only touches its own entries, and a group of
-	// many components costs no more than one.
+	// Per-member state lives in group-wide arrays, allocated once.
 	sc := g.memberScratch()
 	count, keep := sc.count, sc.keep
 	for i, m := range members {

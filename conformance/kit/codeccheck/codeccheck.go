@@ -8,6 +8,7 @@ package codeccheck
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -126,16 +127,38 @@ func Golden(t *testing.T, sdk string, check Checker) {
 // goDecode says whether the Go codec, the reference, accepts b.
 func goDecode(kind byte, b []byte) error {
 	var err error
+	grouped := false
 	switch kind {
 	case 'q':
-		_, err = abi.DecodeRequest(b)
+		var r *abi.Request
+		if r, err = abi.DecodeRequest(b); err == nil {
+			grouped = r.TopicLists != nil
+		}
 	case 'r':
-		_, err = abi.DecodeResponse(b)
+		var r *abi.Response
+		if r, err = abi.DecodeResponse(b); err == nil {
+			grouped = r.TopicLists != nil
+		}
 	case 'd':
-		_, err = abi.DecodeDescription(b)
+		var d *abi.Description
+		if d, err = abi.DecodeDescription(b); err == nil {
+			for _, a := range d.Assignors {
+				grouped = grouped || a.Grouped
+			}
+		}
+	}
+	if grouped {
+		// The grouped layout (sdk/ABI.md section 7) is an extension the Go
+		// SDK offers and others need not: the host uses it only with
+		// assignors that declare it, so an SDK without it must refuse it.
+		return errGroupedLayout
 	}
 	return err
 }
+
+// errGroupedLayout is goDecode's verdict on a buffer only the grouped
+// layout accepts.
+var errGroupedLayout = errors.New("grouped layout, which this SDK does not implement")
 
 // fuzzSeeds reads the Go codec's seed corpora: hostile and random buffers
 // for each decoder.

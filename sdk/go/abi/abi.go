@@ -80,6 +80,13 @@ type Request struct {
 	// Members are the group's members, in the order Kafka's assignors sort
 	// them: static members by instance id, then dynamic members by member id.
 	Members []Member
+	// TopicLists is the topic-list table of the grouped layout (sdk/ABI.md
+	// section 7): an entry of a member's Owned or Previous whose Topic is
+	// negative stands for the same partitions of every topic of
+	// TopicLists[^Topic]. Each list is ascending, without repeats, and not
+	// empty. It is nil in the plain layout; a request that carries it (even
+	// empty) tells the assignor that its response may use topic lists too.
+	TopicLists [][]int32
 }
 
 // Broker is one broker of the cluster.
@@ -140,9 +147,13 @@ type Member struct {
 	Previous []TopicPartitions
 }
 
-// TopicPartitions is a set of partitions of one topic.
+// TopicPartitions is a set of partitions of one topic or, in the grouped
+// layout, the same set of partitions of each topic of a topic list.
 type TopicPartitions struct {
-	Topic      int32   // index into Request.Topics
+	// Topic is an index into Request.Topics when it is not negative. A
+	// negative Topic, only in the grouped layout, refers to the topic list
+	// ^Topic of the request's or response's TopicLists (see ListRef).
+	Topic      int32
 	Partitions []int32 // partition ids
 }
 
@@ -154,6 +165,11 @@ type Response struct {
 	// Members holds the assignment of each member that receives something.
 	// A member left out receives nothing.
 	Members []MemberAssignment
+	// TopicLists is the response's own topic-list table in the grouped
+	// layout, which entries with a negative Topic refer to (see
+	// Request.TopicLists); nil in the plain layout. An assignor may use it
+	// only when its request carried TopicLists.
+	TopicLists [][]int32
 }
 
 // MemberAssignment is what one member receives.
@@ -214,6 +230,11 @@ type AssignorInfo struct {
 	// partitions unassigned on purpose. Without it the host treats an
 	// unassigned subscribed partition as invalid output.
 	MayLeaveUnassigned bool
+	// Grouped declares that the assignor reads and writes the grouped
+	// layout (sdk/ABI.md section 7): the host then sends it requests with
+	// topic lists and accepts responses with topic lists from it, and from
+	// no other assignor.
+	Grouped bool
 	// Description is one line for operators.
 	Description string
 }

@@ -30,6 +30,9 @@ type reader struct {
 	// a wasm guest.
 	arena   []int32
 	entries []TopicPartitions
+	// lists is the size of the topic-list table that entries may refer to:
+	// zero in the plain layout.
+	lists int
 }
 
 func (r *reader) fail(format string, args ...any) {
@@ -169,6 +172,42 @@ func (r *reader) version() {
 	}
 }
 
+// layout reads the version word of a request or response, which may also
+// say the grouped layout, and reports whether it does.
+func (r *reader) layout() bool {
+	v := r.u32("version")
+	if r.err == nil && v != Version && v != Version|GroupedLayout {
+		r.err = fmt.Errorf("abi: %s: version %d, want %d (or %d for the grouped layout): %w", r.what, v, Version, Version|GroupedLayout, ErrVersion)
+	}
+	return v == Version|GroupedLayout
+}
+
+// topicLists reads a topic-list table: lists that are not empty, of topic
+// indices that are strictly ascending and below nTopics (when nTopics is
+// not negative; a response's table is checked against its request by the
+// host). The result is never nil.
+func (r *reader) topicLists(nTopics int) [][]int32 {
+	n := r.count("topic lists", 8)
+	lists := make([][]int32, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		l := r.int32s("topic list")
+		if r.err != nil {
+			break
+		}
+		switch at := firstNotAscending(l); {
+		case len(l) == 0:
+			r.fail("topic list %d is empty", i)
+		case l[0] < 0 || (nTopics >= 0 && int(l[len(l)-1]) >= nTopics):
+			r.fail("topic list %d refers to topic index %d or %d of %d", i, l[0], l[len(l)-1], nTopics)
+		case at >= 0:
+			r.fail("topic list %d: topic indices are not strictly ascending (%d after %d)", i, l[at], l[at-1])
+		}
+		lists[i] = l
+	}
+	r.lists = n
+	return lists
+}
+
 func (r *reader) end() error {
 	if r.err == nil && r.off != len(r.b) {
 		r.fail("%d trailing bytes", len(r.b)-r.off)
@@ -182,7 +221,7 @@ func (r *reader) end() error {
 func DecodeRequest(b []byte) (*Request, error) {
 	r := &reader{b: b, what: "request"}
 	req := &Request{}
-	r.version()
+	grouped := r.layout()
 	req.GroupID = r.str("group id")
 	req.Generation = int32(r.u32("generation"))
 	req.Protocol = r.str("protocol")
@@ -263,6 +302,9 @@ func DecodeRequest(b []byte) (*Request, error) {
 			t.Partitions = r.placement(int(pc), len(req.ReplicaSets))
 		}
 	}
+	if grouped && r.err == nil {
+		req.TopicLists = r.topicLists(nTopics)
+	}
 
 	nMembers := r.count("members", 41)
 	if nMembers > 0 {
@@ -270,16 +312,36 @@ func DecodeRequest(b []byte) (*Request, error) {
 	}
 	for i := 0; i < nMembers && r.err == nil; i++ {
 		m := &req.Members[i]
-		m.MemberID = r.str("member id")
-		m.InstanceID = r.str("instance id")
-		m.ClientID = r.str("client id")
-		m.ClientHost = r.str("client host")
-		m.Rack = r.str("member rack")
+		if !r.memberStrings(m) {
+			m.MemberID = r.str("member id")
+			m.InstanceID = r.str("instance id")
+			m.ClientID = r.str("client id")
+			m.ClientHost = r.str("client host")
+			m.Rack = r.str("member rack")
+		}
 		flags := r.u8("member flags")
 		if r.err == nil && flags&^memberCooperative != 0 {
 			r.fail("member %q has unknown flags %#x", m.MemberID, flags)
 		}
 		m.Cooperative = flags&memberCooperative != 0
+		if grouped {
+			// One reference into the topic-list table, checked once
+			// when the table was read: members of a large group share
+			// one list of hundreds of topics.
+			k := int32(r.u32("subscription"))
+			switch {
+			case r.err != nil || k == -1:
+			case k < 0 || int(k) >= len(req.TopicLists):
+				r.fail("member %q subscribes to topic list %d of %d", m.MemberID, k, len(req.TopicLists))
+			default:
+				m.Topics = req.TopicLists[k]
+			}
+			m.OwnedGeneration = int32(r.u32("owned generation"))
+			m.Owned = r.topicPartitions("owned partitions", nTopics)
+			m.UserData = r.ownedBytes("user data")
+			m.Previous = r.topicPartitions("previous assignment", nTopics)
+			continue
+		}
 		subs := r.int32s("subscribed topics")
 		if r.err == nil && len(subs) > 0 {
 			switch at := firstNotAscending(subs); {
@@ -301,6 +363,59 @@ func DecodeRequest(b []byte) (*Request, error) {
 		return nil, err
 	}
 	return req, nil
+}
+
+// memberStrings reads a member's five strings in one go when they are in
+// bounds and ASCII, the usual case, and reports whether it did; otherwise it
+// reads nothing and the careful per-field reads take over. In a wasm guest
+// each of the reader's nested calls per field costs more than the field.
+func (r *reader) memberStrings(m *Member) bool {
+	if r.err != nil {
+		return false
+	}
+	b := r.b
+	off := r.off
+	var ends [5]int
+	for k := range ends {
+		if len(b)-off < 4 {
+			return false
+		}
+		n := binary.LittleEndian.Uint32(b[off:])
+		if uint64(n) > uint64(len(b)-off-4) {
+			return false
+		}
+		off += 4 + int(n)
+		ends[k] = off
+	}
+	if !ascii(b[r.off:off]) {
+		return false
+	}
+	at := r.off
+	field := func(k int) string {
+		start := at + 4
+		at = ends[k]
+		if start == at {
+			return ""
+		}
+		return string(b[start:at])
+	}
+	m.MemberID, m.InstanceID, m.ClientID, m.ClientHost, m.Rack = field(0), field(1), field(2), field(3), field(4)
+	r.off = off
+	return true
+}
+
+// ascii reports whether b holds only bytes below 0x80, eight at a time. The
+// length words between the strings are small, so their bytes pass too.
+func ascii(b []byte) bool {
+	var acc uint64
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		acc |= binary.LittleEndian.Uint64(b[i:])
+	}
+	for ; i < len(b); i++ {
+		acc |= uint64(b[i])
+	}
+	return acc&0x8080808080808080 == 0
 }
 
 func (r *reader) placement(n, sets int) []Partition {
@@ -374,7 +489,10 @@ func (r *reader) topicPartitions(field string, nTopics int) []TopicPartitions {
 		if len(b)-off >= 8 {
 			t := binary.LittleEndian.Uint32(b[off:])
 			c := binary.LittleEndian.Uint32(b[off+4:])
-			if (nTopics < 0 || uint64(t) < uint64(nTopics)) && uint64(c)*4 <= uint64(len(b)-off-8) {
+			// A topic index in range, or a reference to a topic list of
+			// the grouped layout.
+			inRange := nTopics < 0 || uint64(t) < uint64(nTopics) || (int32(t) < 0 && int64(^int32(t)) < int64(r.lists))
+			if inRange && uint64(c)*4 <= uint64(len(b)-off-8) {
 				off += 8
 				var ps []int32
 				switch {
@@ -405,8 +523,14 @@ func (r *reader) topicPartitions(field string, nTopics int) []TopicPartitions {
 //
 //go:noinline
 func (r *reader) topicPartitionsSlow(tp *TopicPartitions, field string, nTopics int) bool {
-	t := r.u32(field + " topic")
-	if r.err == nil && int64(t) >= int64(nTopics) && nTopics >= 0 {
+	t := r.u32("entry topic")
+	switch ref := int32(t); {
+	case r.err != nil:
+	case ref < 0 && int64(^ref) < int64(r.lists):
+		// A topic list of the grouped layout.
+	case ref < 0 && r.lists > 0:
+		r.fail("%s refers to topic list %d of %d", field, ^ref, r.lists)
+	case int64(t) >= int64(nTopics) && nTopics >= 0:
 		r.fail("%s refers to topic index %d of %d", field, t, nTopics)
 	}
 	*tp = TopicPartitions{Topic: int32(t), Partitions: r.int32s(field)}
@@ -418,7 +542,12 @@ func (r *reader) topicPartitionsSlow(tp *TopicPartitions, field string, nTopics 
 func DecodeResponse(b []byte) (*Response, error) {
 	r := &reader{b: b, what: "response"}
 	resp := &Response{}
-	r.version()
+	grouped := r.layout()
+	// The topic table size is unknown here; any index passes and the
+	// host's validation checks it against the request. In the grouped
+	// layout the sign bit marks topic-list references, which the decoder
+	// checks against the response's own table.
+	nTopics := -1
 	switch status := r.u8("status"); {
 	case r.err != nil:
 	case status == statusError:
@@ -426,7 +555,14 @@ func DecodeResponse(b []byte) (*Response, error) {
 		if r.err == nil && resp.Error == "" {
 			r.fail("empty error message")
 		}
+		if grouped {
+			resp.TopicLists = [][]int32{}
+		}
 	case status == statusOK:
+		if grouped {
+			resp.TopicLists = r.topicLists(-1)
+			nTopics = 1 << 31
+		}
 		n := r.count("members", 12)
 		if n > 0 {
 			resp.Members = make([]MemberAssignment, n)
@@ -434,9 +570,7 @@ func DecodeResponse(b []byte) (*Response, error) {
 		for i := 0; i < n && r.err == nil; i++ {
 			m := &resp.Members[i]
 			m.Member = int32(r.u32("member index"))
-			// The topic table size is unknown here; any index passes and
-			// the host's validation checks it against the request.
-			m.Partitions = r.topicPartitions("assigned partitions", -1)
+			m.Partitions = r.topicPartitions("assigned partitions", nTopics)
 			m.UserData = r.ownedBytes("user data")
 		}
 	default:
@@ -467,11 +601,12 @@ func DecodeDescription(b []byte) (*Description, error) {
 		}
 		modes := r.u8("modes")
 		flags := r.u8("assignor flags")
-		if r.err == nil && (modes&^byte(ModeEager|ModeCooperative) != 0 || flags&^assignorMayLeaveUnassigned != 0) {
+		if r.err == nil && (modes&^byte(ModeEager|ModeCooperative) != 0 || flags&^(assignorMayLeaveUnassigned|assignorGrouped) != 0) {
 			r.fail("assignor %q has unknown mode or flag bits", a.Name)
 		}
 		a.Modes = Modes(modes)
 		a.MayLeaveUnassigned = flags&assignorMayLeaveUnassigned != 0
+		a.Grouped = flags&assignorGrouped != 0
 		a.Description = r.str("assignor description")
 	}
 	if err := r.end(); err != nil {

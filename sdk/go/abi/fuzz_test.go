@@ -105,8 +105,22 @@ func checkRequestReferences(t *testing.T, r *abi.Request) {
 		}
 	}
 	inRange := func(what string, topic int32) {
+		if topic < 0 && int(^topic) < len(r.TopicLists) {
+			return // a topic list, checked below
+		}
 		if topic < 0 || int(topic) >= len(r.Topics) {
 			t.Fatalf("%s topic index %d of %d", what, topic, len(r.Topics))
+		}
+	}
+	for k, l := range r.TopicLists {
+		if len(l) == 0 {
+			t.Fatalf("topic list %d is empty", k)
+		}
+		for i, topic := range l {
+			inRange("listed", topic)
+			if topic < 0 || (i > 0 && topic <= l[i-1]) {
+				t.Fatalf("topic list %d is not strictly ascending: %v", k, l)
+			}
 		}
 	}
 	for _, m := range r.Members {
@@ -132,6 +146,13 @@ func FuzzDecodeResponse(f *testing.F) {
 		}
 		if r.Error != "" && r.Members != nil {
 			t.Fatalf("an error response decoded with assignments")
+		}
+		for _, ma := range r.Members {
+			for _, tp := range ma.Partitions {
+				if tp.Topic < 0 && r.TopicLists != nil && int(^tp.Topic) >= len(r.TopicLists) {
+					t.Fatalf("entry refers to topic list %d of %d", ^tp.Topic, len(r.TopicLists))
+				}
+			}
 		}
 		enc := abi.AppendResponse(nil, r)
 		if !bytes.Equal(enc, b) {

@@ -67,16 +67,44 @@ func canonicalRequest(r *abi.Request) *abi.Request {
 		m.Previous = canonicalTPs(m.Previous)
 		c.Members = append(c.Members, m)
 	}
+	c.TopicLists = canonicalLists(r.TopicLists)
+	if c.TopicLists != nil {
+		// The grouped layout sends each subscription as a reference to
+		// the table; one that is in no list is added after the others.
+		for _, m := range c.Members {
+			if len(m.Topics) == 0 || slices.ContainsFunc(c.TopicLists, func(l []int32) bool { return slices.Equal(l, m.Topics) }) {
+				continue
+			}
+			c.TopicLists = append(c.TopicLists, slices.Clone(m.Topics))
+		}
+	}
 	return &c
+}
+
+// canonicalLists copies a topic-list table, keeping nil (the plain layout)
+// apart from empty (the grouped layout with no lists).
+func canonicalLists(ls [][]int32) [][]int32 {
+	if ls == nil {
+		return nil
+	}
+	out := [][]int32{}
+	for _, l := range ls {
+		out = append(out, slices.Clone(l))
+	}
+	return out
 }
 
 // canonicalResponse is canonicalRequest for responses. An error response
 // carries only its message on the wire, so its assignments are dropped.
 func canonicalResponse(r *abi.Response) *abi.Response {
 	if r.Error != "" {
-		return &abi.Response{Error: r.Error}
+		c := &abi.Response{Error: r.Error}
+		if r.TopicLists != nil {
+			c.TopicLists = [][]int32{}
+		}
+		return c
 	}
-	c := &abi.Response{}
+	c := &abi.Response{TopicLists: canonicalLists(r.TopicLists)}
 	for _, m := range r.Members {
 		m.Partitions = canonicalTPs(m.Partitions)
 		m.UserData = nilIfEmpty(slices.Clone(m.UserData))
@@ -177,6 +205,12 @@ func (g gen) bytes() []byte {
 // tps returns topic-partition sets whose topic indices are below nTopics. The
 // partition ids are arbitrary: a member may report anything as owned.
 func (g gen) tps(nTopics int) []abi.TopicPartitions {
+	return g.groupedTPs(nTopics, 0)
+}
+
+// groupedTPs is tps with entries that may also refer to the first nLists
+// topic lists.
+func (g gen) groupedTPs(nTopics, nLists int) []abi.TopicPartitions {
 	if nTopics == 0 {
 		return nil
 	}
@@ -186,9 +220,32 @@ func (g gen) tps(nTopics int) []abi.TopicPartitions {
 	}
 	var out []abi.TopicPartitions
 	for range n {
-		out = append(out, abi.TopicPartitions{Topic: int32(g.rng.IntN(nTopics)), Partitions: g.int32s(6)})
+		topic := int32(g.rng.IntN(nTopics))
+		if nLists > 0 && g.chance(2) {
+			topic = abi.ListRef(g.rng.IntN(nLists))
+		}
+		out = append(out, abi.TopicPartitions{Topic: topic, Partitions: g.int32s(6)})
 	}
 	return out
+}
+
+// topicLists returns a topic-list table of up to four lists over topic
+// indices below nTopics (nTopics must be positive), never nil.
+func (g gen) topicLists(nTopics int) [][]int32 {
+	lists := [][]int32{}
+	for range g.rng.IntN(4) {
+		var l []int32
+		for t := range nTopics {
+			if g.chance(2) {
+				l = append(l, int32(t))
+			}
+		}
+		if len(l) == 0 {
+			l = []int32{int32(g.rng.IntN(nTopics))}
+		}
+		lists = append(lists, l)
+	}
+	return lists
 }
 
 func (g gen) request() *abi.Request {
@@ -240,6 +297,9 @@ func (g gen) request() *abi.Request {
 		}
 		r.Topics = append(r.Topics, t)
 	}
+	if len(r.Topics) > 0 && g.chance(3) {
+		r.TopicLists = g.topicLists(len(r.Topics))
+	}
 	for range g.rng.IntN(5) {
 		m := abi.Member{
 			MemberID:        g.str(),
@@ -249,9 +309,9 @@ func (g gen) request() *abi.Request {
 			Rack:            g.str(),
 			Cooperative:     g.chance(2),
 			OwnedGeneration: g.int32(),
-			Owned:           g.tps(len(r.Topics)),
+			Owned:           g.groupedTPs(len(r.Topics), len(r.TopicLists)),
 			UserData:        g.bytes(),
-			Previous:        g.tps(len(r.Topics)),
+			Previous:        g.groupedTPs(len(r.Topics), len(r.TopicLists)),
 		}
 		for i := range r.Topics {
 			if g.chance(2) {
@@ -267,19 +327,25 @@ func (g gen) response() *abi.Response {
 	if g.chance(5) {
 		r := &abi.Response{Error: g.str() + "x"}
 		if g.chance(2) {
+			r.TopicLists = [][]int32{}
+		}
+		if g.chance(2) {
 			// Ignored on the wire: an error response carries only its message.
 			r.Members = []abi.MemberAssignment{{Member: 1}}
 		}
 		return r
 	}
 	r := &abi.Response{}
+	if g.chance(3) {
+		r.TopicLists = g.topicLists(1 + g.rng.IntN(8))
+	}
 	for range g.rng.IntN(5) {
 		m := abi.MemberAssignment{
 			Member:     g.int32(),
-			Partitions: g.tps(1 + g.rng.IntN(8)),
+			Partitions: g.groupedTPs(1+g.rng.IntN(8), len(r.TopicLists)),
 			UserData:   g.bytes(),
 		}
-		if len(m.Partitions) > 0 && g.chance(4) {
+		if len(m.Partitions) > 0 && r.TopicLists == nil && g.chance(4) {
 			// A response is decoded without its request, so any topic
 			// index must survive the trip for the host to reject it.
 			m.Partitions[0].Topic = g.int32()
@@ -297,6 +363,7 @@ func (g gen) description() *abi.Description {
 			Version:            g.str(),
 			Modes:              abi.Modes(g.rng.IntN(4)),
 			MayLeaveUnassigned: g.chance(2),
+			Grouped:            g.chance(2),
 			Description:        g.str(),
 		}
 		for range g.rng.IntN(4) {

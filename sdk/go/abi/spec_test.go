@@ -297,7 +297,35 @@ func requestRejections() []rejection {
 		{"forged string length", le{}.u32(1).u32(0xffffffff).raw(make([]byte, 64)...), abi.ErrMalformed, "exceeds"},
 		{"forged owned count", reqWithMember(0, le{}.i32s(0).i32(1).u32(0x7fffffff).u32(0).u32(0)), abi.ErrMalformed, "exceeds"},
 		{"forged user data length", reqWithMember(0, le{}.i32s(0).i32(1).u32(0).u32(0xfffffff0).u32(0)), abi.ErrMalformed, "exceeds"},
+		{"unknown layout bit", append(le{}.u32(1|1<<17), reqHead()[4:].u32(0).u32(0).u32(0).u32(0).u32(0)...), abi.ErrVersion, "version"},
+		{"grouped: empty topic list", groupedReq(le{}.i32s(), 1, nil), abi.ErrMalformed, "topic list 0 is empty"},
+		{"grouped: topic list beyond the topic table", groupedReq(le{}.i32s(0, 2), 1, nil), abi.ErrMalformed, "refers to topic index"},
+		{"grouped: negative topic in a list", groupedReq(le{}.i32s(-1), 1, nil), abi.ErrMalformed, "refers to topic index"},
+		{"grouped: topic list not ascending", groupedReq(le{}.i32s(1, 0), 1, nil), abi.ErrMalformed, "not strictly ascending"},
+		{"grouped: topic list with a repeat", groupedReq(le{}.i32s(1, 1), 1, nil), abi.ErrMalformed, "not strictly ascending"},
+		{"grouped: forged topic list count", groupedReq(nil, 0x7fffffff, nil), abi.ErrMalformed, "exceeds"},
+		{"grouped: owned reference past the lists", groupedReq(le{}.i32s(0, 1), 1, le{}.u32(1).i32(abi.ListRef(1)).i32s(0)), abi.ErrMalformed, "topic list 1 of 1"},
+		{"grouped: owned reference with no lists", groupedReq(nil, 0, le{}.u32(1).i32(abi.ListRef(0)).i32s(0)), abi.ErrMalformed, "topic index 4294967295 of 2"},
+		{"grouped: subscription past the lists", append(groupedReq(le{}.i32s(0, 1), 1, nil)[:len(groupedReq(le{}.i32s(0, 1), 1, nil))-20], le{}.i32(1).i32(1).u32(0).u32(0).u32(0)...), abi.ErrMalformed, "subscribes to topic list 1 of 1"},
+		{"grouped: negative subscription other than -1", append(groupedReq(le{}.i32s(0, 1), 1, nil)[:len(groupedReq(le{}.i32s(0, 1), 1, nil))-20], le{}.i32(-2).i32(1).u32(0).u32(0).u32(0)...), abi.ErrMalformed, "subscribes to topic list -2 of 1"},
 	}
+}
+
+// groupedReq is a request in the grouped layout with topics "a" and "b" of
+// two partitions each, the topic-list table lists (n entries), and one
+// member subscribed to nothing whose owned entries are owned (none when
+// nil).
+func groupedReq(lists le, n uint32, owned le) []byte {
+	if owned == nil {
+		owned = le{}.u32(0)
+	}
+	b := le{}.u32(1 | abi.GroupedLayout).str("g").i32(1).str("p").str("a").u8(0).u64(0).u32(0).u32(0).u32(0).
+		u32(2).str("a").raw(make([]byte, 16)...).u8(1).u32(2).str("b").raw(make([]byte, 16)...).u8(1).u32(2).
+		u32(n)
+	b = append(b, lists...)
+	b = b.u32(1).str("m").str("").str("").str("").str("").u8(0).i32(-1).i32(1)
+	b = append(b, owned...)
+	return b.u32(0).u32(0)
 }
 
 func responseRejections() []rejection {
@@ -311,6 +339,11 @@ func responseRejections() []rejection {
 		{"forged assignment count", le{}.u32(1).u8(0).u32(0xffffffff), abi.ErrMalformed, "exceeds"},
 		{"forged partition list", le{}.u32(1).u8(0).u32(1).u32(0).u32(1).u32(0).u32(0x3fffffff).u32(0), abi.ErrMalformed, "exceeds"},
 		{"user data shorter than its length", le{}.u32(1).u8(0).u32(1).u32(0).u32(0).u32(5).raw('a', 'b'), abi.ErrMalformed, "user data count 5 exceeds the remaining 2 bytes"},
+		{"unknown layout bit", le{}.u32(1 | 1<<17).u8(0).u32(0), abi.ErrVersion, "version"},
+		{"grouped: empty topic list", le{}.u32(1 | abi.GroupedLayout).u8(0).u32(1).i32s().u32(0), abi.ErrMalformed, "topic list 0 is empty"},
+		{"grouped: topic list not ascending", le{}.u32(1|abi.GroupedLayout).u8(0).u32(1).i32s(3, 2).u32(0), abi.ErrMalformed, "not strictly ascending"},
+		{"grouped: reference past the lists", le{}.u32(1 | abi.GroupedLayout).u8(0).u32(1).i32s(0).u32(1).u32(0).u32(1).i32(abi.ListRef(1)).i32s(0).u32(0), abi.ErrMalformed, "topic list 1 of 1"},
+		{"grouped: reference with no lists", le{}.u32(1 | abi.GroupedLayout).u8(0).u32(0).u32(1).u32(0).u32(1).i32(abi.ListRef(0)).i32s(0).u32(0), abi.ErrMalformed, "refers to topic index"},
 	}
 }
 
@@ -322,7 +355,7 @@ func descriptionRejections() []rejection {
 		{"empty buffer", nil, abi.ErrMalformed, "truncated"},
 		{"version 2", le{}.u32(2).u32(0), abi.ErrVersion, "version 2"},
 		{"unknown mode bit", one(4, 0), abi.ErrMalformed, "unknown mode or flag bits"},
-		{"unknown flag bit", one(1, 2), abi.ErrMalformed, "unknown mode or flag bits"},
+		{"unknown flag bit", one(1, 4), abi.ErrMalformed, "unknown mode or flag bits"},
 		{"forged assignor count", le{}.u32(1).u32(0x10000000), abi.ErrMalformed, "exceeds"},
 		{"forged protocol count", le{}.u32(1).u32(1).str("n").str("v").u32(0xffffffff).u8(1).u8(0).str(""), abi.ErrMalformed, "exceeds"},
 		{"trailing byte", append(one(1, 0), 0), abi.ErrMalformed, "trailing"},
@@ -378,5 +411,63 @@ func TestSpec_ForgedCountsAllocateLittle(t *testing.T) {
 	// leaves room for that and none for a forged count.
 	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
 		t.Fatalf("decoding %d forged buffers allocated %d bytes", len(forged), n)
+	}
+}
+
+// TestSpec_GroupedLayoutMatchesBuilder checks a request and a response in the
+// grouped layout (ABI.md section 7), field by field, in both directions.
+func TestSpec_GroupedLayoutMatchesBuilder(t *testing.T) {
+	both := []int32{0, 1}
+	req := &abi.Request{
+		GroupID: "g", Generation: 2, Protocol: "p", Assignor: "a",
+		Topics: []abi.Topic{
+			{Name: "a", Exists: true, PartitionCount: 2},
+			{Name: "b", Exists: true, PartitionCount: 2},
+		},
+		TopicLists: [][]int32{both},
+		Members: []abi.Member{
+			{MemberID: "m", Topics: both, OwnedGeneration: 1,
+				Owned: []abi.TopicPartitions{{Topic: abi.ListRef(0), Partitions: []int32{1}}}},
+			{MemberID: "n", OwnedGeneration: -1,
+				Previous: []abi.TopicPartitions{{Topic: 1, Partitions: []int32{0}}}},
+		},
+	}
+	want := le{}.u32(0x00010001).str("g").i32(2).str("p").str("a").u8(0).u64(0).
+		u32(0).u32(0).u32(0).
+		u32(2).
+		str("a").raw(make([]byte, 16)...).u8(1).u32(2).
+		str("b").raw(make([]byte, 16)...).u8(1).u32(2).
+		u32(1).i32s(0, 1). // topic-list table
+		u32(2).
+		str("m").str("").str("").str("").str("").u8(0).i32(0).i32(1). // subscription: list 0
+		u32(1).i32(-1).i32s(1).                                       // owned: list 0 × [1]
+		u32(0).u32(0).
+		str("n").str("").str("").str("").str("").u8(0).i32(-1).i32(-1). // no subscription
+		u32(0).u32(0).
+		u32(1).i32(1).i32s(0) // previous: plain entry
+	if got := abi.AppendRequest(nil, req); !bytes.Equal(got, want) {
+		t.Fatalf("AppendRequest differs from ABI.md section 7\n got: %x\nwant: %x", got, want)
+	}
+	got, err := abi.DecodeRequest(want)
+	if err != nil {
+		t.Fatalf("DecodeRequest of a grouped buffer built from ABI.md: %v", err)
+	}
+	if !reflect.DeepEqual(got, canonicalRequest(req)) {
+		t.Fatalf("DecodeRequest of a grouped buffer\n got: %+v\nwant: %+v", got, req)
+	}
+
+	resp := &abi.Response{
+		TopicLists: [][]int32{both},
+		Members:    []abi.MemberAssignment{{Member: 0, Partitions: []abi.TopicPartitions{{Topic: abi.ListRef(0), Partitions: []int32{0, 1}}}}},
+	}
+	wantResp := le{}.u32(0x00010001).u8(0).
+		u32(1).i32s(0, 1).
+		u32(1).u32(0).u32(1).i32(-1).i32s(0, 1).u32(0)
+	if gotResp := abi.AppendResponse(nil, resp); !bytes.Equal(gotResp, wantResp) {
+		t.Fatalf("AppendResponse differs from ABI.md section 7\n got: %x\nwant: %x", gotResp, wantResp)
+	}
+	dec, err := abi.DecodeResponse(wantResp)
+	if err != nil || !reflect.DeepEqual(dec, canonicalResponse(resp)) {
+		t.Fatalf("DecodeResponse of a grouped buffer: %+v, %v", dec, err)
 	}
 }

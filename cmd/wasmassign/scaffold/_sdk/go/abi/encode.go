@@ -16,7 +16,10 @@ const (
 const memberCooperative = 1 << 0
 
 // Flag bits of an assignor description.
-const assignorMayLeaveUnassigned = 1 << 0
+const (
+	assignorMayLeaveUnassigned = 1 << 0
+	assignorGrouped            = 1 << 1
+)
 
 // Status byte of a response.
 const (
@@ -29,9 +32,12 @@ const (
 // Config keys are written in ascending order, so equal requests give equal
 // bytes. A topic whose Partitions is not nil must have exactly PartitionCount
 // entries; DecodeRequest rejects anything else.
+//
+// The request is written in the grouped layout exactly when r.TopicLists is
+// not nil; entries that refer to topic lists need it.
 func AppendRequest(dst []byte, r *Request) []byte {
 	dst = grow(dst, requestSizeHint(r))
-	dst = appendU32(dst, Version)
+	dst = appendU32(dst, versionWord(r.TopicLists != nil))
 	dst = appendString(dst, r.GroupID)
 	dst = appendU32(dst, uint32(r.Generation))
 	dst = appendString(dst, r.Protocol)
@@ -79,6 +85,18 @@ func AppendRequest(dst []byte, r *Request) []byte {
 			dst = appendPlacement(dst, t.Partitions)
 		}
 	}
+	var subs []int32 // each member's subscription list, in the grouped layout
+	if r.TopicLists != nil {
+		var extra [][]int32
+		extra, subs = subscriptionLists(r)
+		dst = appendU32(dst, uint32(len(r.TopicLists)+len(extra)))
+		for _, l := range r.TopicLists {
+			dst = appendInt32s(dst, l)
+		}
+		for _, l := range extra {
+			dst = appendInt32s(dst, l)
+		}
+	}
 
 	dst = appendU32(dst, uint32(len(r.Members)))
 	for i := range r.Members {
@@ -93,7 +111,11 @@ func AppendRequest(dst []byte, r *Request) []byte {
 			flags |= memberCooperative
 		}
 		dst = append(dst, flags)
-		dst = appendInt32s(dst, m.Topics)
+		if subs != nil {
+			dst = appendU32(dst, uint32(subs[i]))
+		} else {
+			dst = appendInt32s(dst, m.Topics)
+		}
 		dst = appendU32(dst, uint32(m.OwnedGeneration))
 		dst = appendTopicPartitions(dst, m.Owned)
 		dst = appendBytes(dst, m.UserData)
@@ -103,14 +125,19 @@ func AppendRequest(dst []byte, r *Request) []byte {
 }
 
 // AppendResponse appends the encoding of r to dst and returns the result. A
-// response with a non-empty Error encodes only the error.
+// response with a non-empty Error encodes only the error. A response is
+// written in the grouped layout exactly when r.TopicLists is not nil.
 func AppendResponse(dst []byte, r *Response) []byte {
-	dst = appendU32(dst, Version)
 	if r.Error != "" {
+		dst = appendU32(dst, versionWord(r.TopicLists != nil))
 		dst = append(dst, statusError)
 		return appendString(dst, r.Error)
 	}
+	dst = appendU32(dst, versionWord(r.TopicLists != nil))
 	dst = append(dst, statusOK)
+	if r.TopicLists != nil {
+		dst = appendTopicLists(dst, r.TopicLists)
+	}
 	dst = appendU32(dst, uint32(len(r.Members)))
 	for i := range r.Members {
 		m := &r.Members[i]
@@ -137,6 +164,9 @@ func AppendDescription(dst []byte, d *Description) []byte {
 		if a.MayLeaveUnassigned {
 			flags |= assignorMayLeaveUnassigned
 		}
+		if a.Grouped {
+			flags |= assignorGrouped
+		}
 		dst = append(dst, flags)
 		dst = appendString(dst, a.Description)
 	}
@@ -150,12 +180,97 @@ func requestSizeHint(r *Request) int {
 	for _, t := range r.Topics {
 		n += 32 + len(t.Name) + 12*len(t.Partitions)
 	}
+	for _, l := range r.TopicLists {
+		n += 4 + 4*len(l)
+	}
 	for i := range r.Members {
 		m := &r.Members[i]
 		n += 64 + len(m.MemberID) + len(m.InstanceID) + len(m.ClientID) + len(m.ClientHost) + len(m.Rack)
 		n += 4*len(m.Topics) + len(m.UserData) + tpSize(m.Owned) + tpSize(m.Previous)
 	}
 	return n
+}
+
+// versionWord is the first u32 of a request or response buffer.
+func versionWord(grouped bool) uint32 {
+	if grouped {
+		return Version | GroupedLayout
+	}
+	return Version
+}
+
+// subscriptionLists finds each member's subscribed topics in the topic-list
+// table of r, in the grouped layout: the list that is the same slice, or
+// else one with the same topics. Subscriptions in no list are returned in
+// extra, in member order without repeats, to be written after the table,
+// and refs holds each member's list index (-1 for no topics).
+func subscriptionLists(r *Request) (extra [][]int32, refs []int32) {
+	type sliceKey struct {
+		p *int32
+		n int
+	}
+	bySlice := make(map[sliceKey]int32, len(r.TopicLists))
+	// byContent is built on the first miss: hosts usually send each
+	// member's subscription as a slice of the table.
+	var byContent map[[3]int32][]int32
+	all := func(k int32) []int32 {
+		if int(k) < len(r.TopicLists) {
+			return r.TopicLists[k]
+		}
+		return extra[int(k)-len(r.TopicLists)]
+	}
+	for k, l := range r.TopicLists {
+		if len(l) > 0 {
+			bySlice[sliceKey{&l[0], len(l)}] = int32(k)
+		}
+	}
+	refs = make([]int32, len(r.Members))
+	for i := range r.Members {
+		ts := r.Members[i].Topics
+		if len(ts) == 0 {
+			refs[i] = -1
+			continue
+		}
+		key := sliceKey{&ts[0], len(ts)}
+		if k, ok := bySlice[key]; ok {
+			refs[i] = k
+			continue
+		}
+		if byContent == nil {
+			byContent = make(map[[3]int32][]int32)
+			for k, l := range r.TopicLists {
+				if len(l) > 0 {
+					ck := [3]int32{l[0], l[len(l)-1], int32(len(l))}
+					byContent[ck] = append(byContent[ck], int32(k))
+				}
+			}
+		}
+		ck := [3]int32{ts[0], ts[len(ts)-1], int32(len(ts))}
+		found := int32(-1)
+		for _, k := range byContent[ck] {
+			if equalInt32s(all(k), ts) {
+				found = k
+				break
+			}
+		}
+		if found < 0 {
+			found = int32(len(r.TopicLists) + len(extra))
+			extra = append(extra, ts)
+			byContent[ck] = append(byContent[ck], found)
+		}
+		bySlice[key] = found
+		refs[i] = found
+	}
+	return extra, refs
+}
+
+// appendTopicLists writes a topic-list table.
+func appendTopicLists(dst []byte, lists [][]int32) []byte {
+	dst = appendU32(dst, uint32(len(lists)))
+	for _, l := range lists {
+		dst = appendInt32s(dst, l)
+	}
+	return dst
 }
 
 func tpSize(tps []TopicPartitions) int {
