@@ -75,6 +75,10 @@ type Result struct {
 	// ratio WasmMS/PluginMS; both zero without Options.Plugin.
 	PluginMS float64 `json:"plugin_native_ms,omitempty"`
 	Sandbox  float64 `json:"sandbox,omitempty"`
+	// PeakMemoryMiB is the largest linear memory any instance of the wasm
+	// side's plugin has had so far (issue 3 asks for it at java-large):
+	// filled in by the caller, which owns the plugin.
+	PeakMemoryMiB float64 `json:"wasm_peak_memory_mib,omitempty"`
 }
 
 // side is one way of turning JoinGroup members into SyncGroup assignments.
@@ -105,10 +109,10 @@ func (o Options) pipeline(g Group, members []kmsg.JoinGroupResponseMember, assig
 		return nil, err
 	}
 	if req.RebalanceProtocol == abi.Cooperative && reportsOwned(req) {
-		// handover reads only the plain layout. Where no member reports
-		// owning anything, nothing is held, so nothing is withheld (the
-		// handover package's rule) and the target goes out as it is.
-		resp, _ = handover.Withhold(req.Expanded(), resp.Expanded())
+		// Where no member reports owning anything, nothing is held, so
+		// nothing is withheld (the handover package's rule) and the target
+		// goes out as it is.
+		resp, _ = handover.Withhold(req, resp)
 	}
 	return EncodeResponse(req, resp), nil
 }

@@ -57,6 +57,11 @@ import (
 // withheld. User data passes through unchanged, and a member whose every
 // partition is withheld still has its entry.
 //
+// Both may be in the grouped layout (sdk/ABI.md section 7): owned entries
+// over req.TopicLists, target entries over target.TopicLists. The result
+// keeps target's lists; an entry over a list that gives away a held
+// partition is split into plain entries of what may move now.
+//
 // Neither input is modified. The result shares partition lists and user data
 // with target wherever nothing was withheld, so treat both as read-only. An
 // error response is returned as a copy, with nothing withheld.
@@ -72,7 +77,7 @@ func Withhold(req *abi.Request, target *abi.Response) (assignment *abi.Response,
 	if target == nil {
 		return nil, 0
 	}
-	out := &abi.Response{Error: target.Error}
+	out := &abi.Response{Error: target.Error, TopicLists: target.TopicLists}
 	if target.Error != "" || len(target.Members) == 0 {
 		out.Members = append([]abi.MemberAssignment(nil), target.Members...)
 		return out, 0
@@ -89,6 +94,27 @@ func Withhold(req *abi.Request, target *abi.Response) (assignment *abi.Response,
 		self := ma.Member + 1
 		for k := range ma.Partitions {
 			tp := &ma.Partitions[k]
+			if tp.Topic < 0 {
+				// An entry over a topic list (the grouped layout) stays whole
+				// unless it gives away something held; then each of its
+				// topics becomes a plain entry of what may move now.
+				topics := listOf(target.TopicLists, tp.Topic)
+				if kept == nil && !anyBlocked(holders, topics, tp.Partitions, self) {
+					continue
+				}
+				if kept == nil {
+					kept = make([]abi.TopicPartitions, 0, len(ma.Partitions)+len(topics))
+					kept = append(kept, ma.Partitions[:k]...)
+				}
+				for _, t := range topics {
+					ps, n := keep(tp.Partitions, ownersOf(holders, t), ma.Member)
+					withheld += n
+					if len(ps) > 0 {
+						kept = append(kept, abi.TopicPartitions{Topic: t, Partitions: ps})
+					}
+				}
+				continue
+			}
 			var owners []int32
 			if tp.Topic >= 0 && int(tp.Topic) < len(holders) {
 				owners = holders[tp.Topic]
@@ -140,33 +166,173 @@ func holdersOf(req *abi.Request) [][]int32 {
 	if !found {
 		return nil
 	}
-	var holders [][]int32
+	holders := make([][]int32, len(req.Topics))
+	any := false
+	// Grouped claims (sdk/ABI.md section 7) name the same partitions in
+	// every topic of a list. When no topic is claimed through two lists or
+	// through a list and a plain entry, the topics of a list share one
+	// holder array, and a claim is marked once, not once per topic.
+	shared := sharedLists(req, newest)
 	for i := range req.Members {
 		m := &req.Members[i]
 		if m.OwnedGeneration != newest {
 			continue // stale, or reports nothing
 		}
 		self := int32(i) + 1
-		for _, tp := range m.Owned {
-			if tp.Topic < 0 || int(tp.Topic) >= len(req.Topics) {
+		for k := range m.Owned {
+			tp := &m.Owned[k]
+			if tp.Topic < 0 {
+				if owners, ok := shared[tp.Topic]; ok {
+					if owners == nil {
+						owners = newSharedOwners(req, tp.Topic, holders)
+						shared[tp.Topic] = owners
+					}
+					if owners != nil {
+						mark(owners, tp.Partitions, self)
+						any = true
+					}
+					continue
+				}
+				for _, ti := range listOf(req.TopicLists, tp.Topic) {
+					if owners := topicOwners(req, holders, ti); owners != nil {
+						mark(owners, tp.Partitions, self)
+						any = true
+					}
+				}
 				continue
 			}
-			t := &req.Topics[tp.Topic]
-			if !t.Exists || t.PartitionCount <= 0 {
-				continue
+			if owners := topicOwners(req, holders, tp.Topic); owners != nil {
+				mark(owners, tp.Partitions, self)
+				any = true
 			}
-			if holders == nil {
-				holders = make([][]int32, len(req.Topics))
-			}
-			owners := holders[tp.Topic]
-			if owners == nil {
-				owners = make([]int32, t.PartitionCount)
-				holders[tp.Topic] = owners
-			}
-			mark(owners, tp.Partitions, self)
 		}
 	}
+	if !any {
+		return nil
+	}
 	return holders
+}
+
+// topicOwners returns topic ti's holder array, made on first use; nil for a
+// topic outside the table or without partitions, which nobody can hold.
+func topicOwners(req *abi.Request, holders [][]int32, ti int32) []int32 {
+	if ti < 0 || int(ti) >= len(req.Topics) {
+		return nil
+	}
+	t := &req.Topics[ti]
+	if !t.Exists || t.PartitionCount <= 0 {
+		return nil
+	}
+	if holders[ti] == nil {
+		holders[ti] = make([]int32, t.PartitionCount)
+	}
+	return holders[ti]
+}
+
+// sharedLists returns, as keys, the lists whose topics may share one holder
+// array: those claimed by newest-generation members where no topic is also
+// claimed through another list or a plain entry. Values start nil.
+func sharedLists(req *abi.Request, newest int32) map[int32][]int32 {
+	if req.TopicLists == nil {
+		return nil
+	}
+	via := make(map[int32]int32) // topic -> the list that claims it, or plainClaim
+	const plainClaim = int32(1)  // list references are negative
+	clash := make(map[int32]bool)
+	for i := range req.Members {
+		m := &req.Members[i]
+		if m.OwnedGeneration != newest {
+			continue
+		}
+		for k := range m.Owned {
+			tp := &m.Owned[k]
+			topics, by := []int32{tp.Topic}, plainClaim
+			if tp.Topic < 0 {
+				topics, by = listOf(req.TopicLists, tp.Topic), tp.Topic
+			}
+			for _, t := range topics {
+				prev, seen := via[t]
+				switch {
+				case !seen:
+					via[t] = by
+				case prev != by || by == plainClaim:
+					if prev < 0 {
+						clash[prev] = true
+					}
+					if by < 0 {
+						clash[by] = true
+					}
+				}
+			}
+		}
+	}
+	out := make(map[int32][]int32)
+	for _, by := range via {
+		if by < 0 && !clash[by] {
+			out[by] = nil
+		}
+	}
+	return out
+}
+
+// newSharedOwners makes the holder array of list ref's topics, sized for
+// the largest, and installs it as each existing topic's array. It returns
+// nil when no topic of the list has partitions.
+func newSharedOwners(req *abi.Request, ref int32, holders [][]int32) []int32 {
+	topics := listOf(req.TopicLists, ref)
+	size := int32(0)
+	for _, ti := range topics {
+		if ti >= 0 && int(ti) < len(req.Topics) && req.Topics[ti].Exists {
+			size = max(size, req.Topics[ti].PartitionCount)
+		}
+	}
+	if size <= 0 {
+		return nil
+	}
+	owners := make([]int32, size)
+	for _, ti := range topics {
+		if ti >= 0 && int(ti) < len(req.Topics) && req.Topics[ti].Exists && req.Topics[ti].PartitionCount > 0 {
+			holders[ti] = owners
+		}
+	}
+	return owners
+}
+
+// listOf returns the topics of list reference ref in lists, or nothing when
+// it refers past the table.
+func listOf(lists [][]int32, ref int32) []int32 {
+	if k := int(^ref); k >= 0 && k < len(lists) {
+		return lists[k]
+	}
+	return nil
+}
+
+// ownersOf returns the holder array of topic t, nil when no one holds any
+// of it.
+func ownersOf(holders [][]int32, t int32) []int32 {
+	if t < 0 || int(t) >= len(holders) {
+		return nil
+	}
+	return holders[t]
+}
+
+// anyBlocked reports whether a member other than self holds any of ps in
+// any of topics.
+func anyBlocked(holders [][]int32, topics, ps []int32, self int32) bool {
+	var last []int32
+	for _, t := range topics {
+		owners := ownersOf(holders, t)
+		if owners == nil || (last != nil && &owners[0] == &last[0]) {
+			continue // topics of one grouped claim share their array
+		}
+		last = owners
+		for _, p := range ps {
+			if blocked(owners, p, self) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // mark records self as a holder of each partition in ps.

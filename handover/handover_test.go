@@ -472,3 +472,74 @@ func addPartition(tps []abi.TopicPartitions, t, p int32) []abi.TopicPartitions {
 	}
 	return append(tps, abi.TopicPartitions{Topic: t, Partitions: []int32{p}})
 }
+
+// groupedCase builds a cooperative request and target over many topics in
+// which members own, and are given, the same partitions across runs of
+// topics, so that the grouped layout has lists to make.
+func groupedCase(rng *rand.Rand) (*abi.Request, *abi.Response) {
+	const topics, partitions = 9, 6
+	req := &abi.Request{Generation: 3, RebalanceProtocol: abi.Cooperative}
+	for t := range topics {
+		req.Topics = append(req.Topics, abi.Topic{Name: string(rune('a' + t)), Exists: true, PartitionCount: partitions})
+	}
+	all := make([]int32, topics)
+	for t := range all {
+		all[t] = int32(t)
+	}
+	// pick returns, for each topic, a partition list that mostly repeats
+	// across topics and sometimes differs.
+	pick := func() []abi.TopicPartitions {
+		base := []int32{int32(rng.IntN(partitions))}
+		if rng.IntN(2) == 0 {
+			base = append(base, int32(partitions-1))
+			base = slices.Compact(base)
+		}
+		var out []abi.TopicPartitions
+		for t := range topics {
+			if rng.IntN(6) == 0 {
+				continue
+			}
+			ps := base
+			if rng.IntN(5) == 0 {
+				ps = []int32{int32(rng.IntN(partitions))}
+			}
+			out = append(out, abi.TopicPartitions{Topic: int32(t), Partitions: ps})
+		}
+		return out
+	}
+	members := 2 + rng.IntN(4)
+	target := &abi.Response{}
+	for m := range members {
+		req.Members = append(req.Members, abi.Member{MemberID: string(rune('m' + m)), Cooperative: true, Topics: all, OwnedGeneration: 3, Owned: pick()})
+		target.Members = append(target.Members, abi.MemberAssignment{Member: int32(m), Partitions: pick()})
+	}
+	return req, target
+}
+
+func TestWithhold_GroupedLayoutWithholdsWhatThePlainOneDoes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	lists := 0
+	for iter := 0; iter < 2000; iter++ {
+		req, target := groupedCase(rng)
+		want, wantN := Withhold(req, target)
+
+		var g abi.Grouper
+		gt := &abi.Response{}
+		for _, ma := range target.Members {
+			gt.Members = append(gt.Members, abi.MemberAssignment{Member: ma.Member, Partitions: g.Group(nil, ma.Partitions)})
+		}
+		gt.TopicLists = g.Lists()
+		lists += len(gt.TopicLists)
+		greq := req.Grouped()
+		got, gotN := Withhold(greq, gt)
+		if gotN != wantN {
+			t.Fatalf("case %d: grouped withholds %d, plain %d", iter, gotN, wantN)
+		}
+		if !equalAssignment(got.Expanded(), want) {
+			t.Fatalf("case %d: grouped gives %v, plain %v", iter, flatten(got.Expanded()), flatten(want))
+		}
+	}
+	if lists == 0 {
+		t.Fatal("no case made a topic list: the test does not exercise the grouped layout")
+	}
+}
