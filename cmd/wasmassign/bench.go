@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -138,6 +139,10 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	peak := float64(a.Plugin.MaxMemoryBytes()) / (1 << 20)
+	for i := range results {
+		results[i].PeakMemoryMiB = math.Round(peak*10) / 10
+	}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		for _, r := range results {
@@ -162,7 +167,11 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "\npeak linear memory of a plugin instance: %.1f MiB\n", peak)
+	return err
 }
 
 func msString(ms float64) string {

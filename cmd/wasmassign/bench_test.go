@@ -18,7 +18,7 @@ func TestBench_MidCasePrintsBothPhasesAsJSON(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("got %d lines, want 2:\n%s", len(lines), stdout)
 	}
-	keys := []string{"case", "phase", "assignor", "members", "partitions", "wasm_ms", "native_ms", "native", "ratio", "moved", "plugin_native_ms", "sandbox"}
+	keys := []string{"case", "phase", "assignor", "members", "partitions", "wasm_ms", "native_ms", "native", "ratio", "moved", "plugin_native_ms", "sandbox", "wasm_peak_memory_mib"}
 	for i, phase := range []string{"initial", "rejoin"} {
 		var raw map[string]any
 		if err := json.Unmarshal([]byte(lines[i]), &raw); err != nil {
@@ -37,6 +37,7 @@ func TestBench_MidCasePrintsBothPhasesAsJSON(t *testing.T) {
 			Ratio                         float64
 			PluginMS                      float64 `json:"plugin_native_ms"`
 			Sandbox                       float64
+			PeakMiB                       float64 `json:"wasm_peak_memory_mib"`
 		}
 		json.Unmarshal([]byte(lines[i]), &r)
 		if r.Phase != phase || r.Case != "mid" || r.Assignor != "cooperative-sticky" || r.Native != "kgo" {
@@ -44,6 +45,11 @@ func TestBench_MidCasePrintsBothPhasesAsJSON(t *testing.T) {
 		}
 		if r.Members != 100 || r.Partitions != 25000 {
 			t.Errorf("line %d: %d members, %d partitions; want 100 and 25000", i, r.Members, r.Partitions)
+		}
+		// A Go guest's linear memory starts at a few MiB; the sandbox's
+		// limit for the benchmark is 4 GiB.
+		if r.PeakMiB < 1 || r.PeakMiB > 4096 {
+			t.Errorf("line %d: peak memory %v MiB, want a plugin instance's size", i, r.PeakMiB)
 		}
 		if r.WasmMS <= 0 || r.NativeMS <= 0 {
 			t.Errorf("line %d: times %v and %v, want both positive", i, r.WasmMS, r.NativeMS)
