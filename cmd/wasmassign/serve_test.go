@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 )
 
@@ -107,30 +108,14 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 }
 
-const serveConfig = `
-[server]
-listen = "127.0.0.1:0"
-advertised_host = "127.0.0.1"
-broker_port_base = 0
-admin_listen = "127.0.0.1:0"
-
-[upstream]
-metadata_refresh = "1s"
-[upstream.embedded]
-brokers = 2
-topics = ["events:6"]
-
-[[groups]]
-match = "ranked-*"
-assignor = "roundrobin"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-
-[[groups]]
-match = "*"
-initial_rebalance_delay = "0s"
-min_session_timeout = "1s"
-`
+// serveConfig fronts an embedded cluster of 2 brokers with a 6-partition
+// topic; groups named ranked-* are served by roundrobin whatever their
+// members offer.
+var serveConfig = testutil.GatewayConfig{
+	EmbeddedBrokers: 2,
+	EmbeddedTopics:  []string{"events:6"},
+	Groups:          []testutil.GroupRule{{Match: "ranked-*", Assignor: "roundrobin"}, {Match: "*"}},
+}.String()
 
 // TestServe_GatewayAssignsWithTheConfiguredPlugin runs the daemon on its
 // embedded cluster and two kgo consumers that offer range; the group is
