@@ -47,24 +47,33 @@ func (c *Coordinator) offsetCommit(id RequestID, r *kmsg.OffsetCommitRequest) {
 	if r.Version == 0 {
 		generation = -1
 	}
-	code := int16(0)
-	if g := c.groups[r.Group]; g != nil {
-		code = g.validateOffsetCommit(r.MemberID, instance, generation, false)
-	} else if generation >= 0 {
-		// OffsetCommit v9+ says GROUP_ID_NOT_FOUND; older versions keep
-		// ILLEGAL_GENERATION for compatibility.
-		code = kerr.IllegalGeneration.Code
-		if r.Version >= 9 {
-			code = kerr.GroupIDNotFound.Code
-		}
+	// OffsetCommit v9+ says GROUP_ID_NOT_FOUND for a group it does not
+	// know; older versions keep ILLEGAL_GENERATION for compatibility.
+	unknown := kerr.IllegalGeneration.Code
+	if r.Version >= 9 {
+		unknown = kerr.GroupIDNotFound.Code
 	}
-	if code != 0 {
+	if code := c.fenceCommit(r.Group, r.MemberID, instance, generation, false, unknown); code != 0 {
 		c.reply(id, errorResponse(r, code))
 		return
 	}
 	fwd := *r
 	fwd.Generation, fwd.MemberID, fwd.InstanceID = -1, "", nil
 	c.out.Forwards = append(c.out.Forwards, Forward{ID: id, Request: &fwd})
+}
+
+// fenceCommit checks a commit's membership against the group, as Kafka's
+// coordinator does before it writes offsets: 0 lets it through. A commit
+// with a generation for a group the coordinator does not hold gets
+// unknown; one without (an admin's, generation -1) passes.
+func (c *Coordinator) fenceCommit(group, member, instance string, generation int32, txn bool, unknown int16) int16 {
+	if g := c.groups[group]; g != nil {
+		return g.validateOffsetCommit(member, instance, generation, txn)
+	}
+	if generation >= 0 {
+		return unknown
+	}
+	return 0
 }
 
 // txnOffsetCommit fences a transactional commit the same way, without the
@@ -79,13 +88,7 @@ func (c *Coordinator) txnOffsetCommit(id RequestID, r *kmsg.TxnOffsetCommitReque
 	if r.Version >= 3 {
 		generation, member = r.Generation, r.MemberID
 	}
-	code := int16(0)
-	if g := c.groups[r.Group]; g != nil {
-		code = g.validateOffsetCommit(member, instance, generation, true)
-	} else if generation >= 0 {
-		code = kerr.IllegalGeneration.Code
-	}
-	if code != 0 {
+	if code := c.fenceCommit(r.Group, member, instance, generation, true, kerr.IllegalGeneration.Code); code != 0 {
 		c.reply(id, errorResponse(r, code))
 		return
 	}
