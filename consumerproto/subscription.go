@@ -159,7 +159,11 @@ func (d *Decoder) Names() *Names { return d.names }
 // decoder shares between the lists it decodes (each list's capacity ends at
 // its length, so appending to one never writes into another). b must not
 // change while the result is in use.
-func (d *Decoder) Decode(b []byte) (Subscription, error) {
+func (d *Decoder) Decode(b []byte) (Subscription, error) { return d.decode(b, false) }
+
+// decode reads one member's protocol metadata, its owned partitions as
+// lists (Owned) or, with runs, as runs (OwnedRuns).
+func (d *Decoder) decode(b []byte, runs bool) (Subscription, error) {
 	r := reader{b: b}
 	s := Subscription{Generation: -1}
 	s.Version = r.int16("version")
@@ -169,7 +173,11 @@ func (d *Decoder) Decode(b []byte) (Subscription, error) {
 	s.Topics = d.topicList(&r)
 	s.UserData = r.nullableBytes("user data")
 	if s.Version >= 1 {
-		s.Owned = d.owned(&r)
+		if runs {
+			s.OwnedRuns = d.ownedRuns(&r)
+		} else {
+			s.Owned = d.owned(&r)
+		}
 	}
 	if s.Version >= 2 {
 		s.Generation = r.int32("generation")
@@ -314,29 +322,7 @@ type OwnedRun struct {
 // has OwnedRuns instead of Owned. It allocates nothing per owned entry that
 // continues a run, and shares the topic ids of a run with the previous
 // subscription's run in the same position when they are equal.
-func (d *Decoder) DecodeRuns(b []byte) (Subscription, error) {
-	r := reader{b: b}
-	s := Subscription{Generation: -1}
-	s.Version = r.int16("version")
-	if r.err == nil && s.Version < 0 {
-		r.fail("version", errNegativeVersion(s.Version))
-	}
-	s.Topics = d.topicList(&r)
-	s.UserData = r.nullableBytes("user data")
-	if s.Version >= 1 {
-		s.OwnedRuns = d.ownedRuns(&r)
-	}
-	if s.Version >= 2 {
-		s.Generation = r.int32("generation")
-	}
-	if s.Version >= 3 {
-		s.Rack, s.HasRack = r.nullableString("rack")
-	}
-	if r.err != nil {
-		return Subscription{}, r.err
-	}
-	return s, nil
-}
+func (d *Decoder) DecodeRuns(b []byte) (Subscription, error) { return d.decode(b, true) }
 
 // ownedRuns reads the owned-partitions array as runs. Entries are read as
 // owned reads them; an entry whose partitions equal those of the run in

@@ -39,13 +39,7 @@ func namesBrokers(key, version int16) bool {
 func rewriteAddresses(resp kmsg.Response, adv advertiser) bool {
 	switch r := resp.(type) {
 	case *kmsg.MetadataResponse:
-		out := r.Brokers[:0]
-		for _, b := range r.Brokers {
-			if b.Host, b.Port, _ = adv(b.NodeID, b.Host, b.Port); b.Host != "" {
-				out = append(out, b)
-			}
-		}
-		r.Brokers = out
+		r.Brokers = rewriteEndpoints(r.Brokers, func(b *kmsg.MetadataResponseBroker) (*int32, *string, *int32) { return &b.NodeID, &b.Host, &b.Port }, adv)
 		return true
 	case *kmsg.FindCoordinatorResponse:
 		// v4 (KIP-699) moved the coordinator into a batch; the
@@ -60,40 +54,38 @@ func rewriteAddresses(resp kmsg.Response, adv advertiser) bool {
 		}
 		return true
 	case *kmsg.DescribeClusterResponse:
-		out := r.Brokers[:0]
-		for _, b := range r.Brokers {
-			if b.Host, b.Port, _ = adv(b.NodeID, b.Host, b.Port); b.Host != "" {
-				out = append(out, b)
-			}
-		}
-		r.Brokers = out
+		r.Brokers = rewriteEndpoints(r.Brokers, func(b *kmsg.DescribeClusterResponseBroker) (*int32, *string, *int32) {
+			return &b.NodeID, &b.Host, &b.Port
+		}, adv)
 		return true
 	case *kmsg.ProduceResponse:
 		if len(r.Brokers) == 0 {
 			return false
 		}
-		out := r.Brokers[:0]
-		for _, b := range r.Brokers {
-			if b.Host, b.Port, _ = adv(b.NodeID, b.Host, b.Port); b.Host != "" {
-				out = append(out, b)
-			}
-		}
-		r.Brokers = out
+		r.Brokers = rewriteEndpoints(r.Brokers, func(b *kmsg.ProduceResponseBroker) (*int32, *string, *int32) { return &b.NodeID, &b.Host, &b.Port }, adv)
 		return true
 	case *kmsg.FetchResponse:
 		if len(r.Brokers) == 0 {
 			return false
 		}
-		out := r.Brokers[:0]
-		for _, b := range r.Brokers {
-			if b.Host, b.Port, _ = adv(b.NodeID, b.Host, b.Port); b.Host != "" {
-				out = append(out, b)
-			}
-		}
-		r.Brokers = out
+		r.Brokers = rewriteEndpoints(r.Brokers, func(b *kmsg.FetchResponseBroker) (*int32, *string, *int32) { return &b.NodeID, &b.Host, &b.Port }, adv)
 		return true
 	}
 	return false
+}
+
+// rewriteEndpoints points each broker endpoint of a response at the gateway
+// and drops those the gateway does not front; field picks out an element's
+// node id, host and port.
+func rewriteEndpoints[B any](bs []B, field func(*B) (node *int32, host *string, port *int32), adv advertiser) []B {
+	out := bs[:0]
+	for i := range bs {
+		node, host, port := field(&bs[i])
+		if *host, *port, _ = adv(*node, *host, *port); *host != "" {
+			out = append(out, bs[i])
+		}
+	}
+	return out
 }
 
 func rewriteCoordinator(node *int32, host *string, port *int32, code *int16, adv advertiser) {
