@@ -68,8 +68,10 @@ type Output struct {
 	Forwards []Forward
 	Jobs     []Job
 	Events   []Event
-	// NeedMetadata lists subscribed topics that an assignment waits for
-	// (Config.MetadataWait): the driver should look them up at once.
+	// NeedMetadata lists subscribed topics no metadata update has covered
+	// yet (see Metadata.Covered): a JoinGroup named them, or an assignment
+	// waits for them (Config.MetadataWait). The driver should look them up
+	// at once.
 	NeedMetadata []string
 	// NextDeadline is when the driver must call Tick next; zero when no timer
 	// is armed.

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -241,10 +242,22 @@ func (c *Coordinator) setProtocols(g *group, m *member, r *kmsg.JoinGroupRequest
 		if c.served(r.ProtocolType, p.Name) {
 			if s, err := decodeSubscription(p.Metadata); err == nil {
 				m.subs[p.Name] = s
+				c.needMetadata(s.Topics)
 			}
 		}
 	}
 	m.rack = c.resolveRack(g, m)
+}
+
+// needMetadata asks the driver (Output.NeedMetadata) for the topics of ts
+// that no metadata update has covered, once per call, so that their
+// metadata is on its way while the join phase runs.
+func (c *Coordinator) needMetadata(ts []string) {
+	for _, t := range ts {
+		if !c.covered[t] && !slices.Contains(c.out.NeedMetadata, t) {
+			c.out.NeedMetadata = append(c.out.NeedMetadata, t)
+		}
+	}
 }
 
 func (c *Coordinator) addMember(g *group, r *kmsg.JoinGroupRequest, id, instance string, w *waiter) {
@@ -491,7 +504,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	}
 	if missing := c.uncovered(g); len(missing) > 0 && c.cfg.MetadataWait > 0 {
 		g.metadataDeadline = c.now.Add(c.cfg.MetadataWait)
-		c.out.NeedMetadata = append(c.out.NeedMetadata, missing...)
+		c.needMetadata(missing)
 		c.event(Event{Kind: EventMetadataAwaited, Group: g.id, Generation: g.generation, Detail: strings.Join(missing, ",")})
 		return
 	}

@@ -323,14 +323,7 @@ func (d *daemon) assignorInUse(name string) bool {
 	if d.driver == nil {
 		return false // start-up: no group has been assigned yet
 	}
-	// A match that is never true visits every group's latest assignor and
-	// rebalances none.
-	used := false
-	d.driver.RebalanceGroups(func(_, assignor string) bool {
-		used = used || assignor == name
-		return false
-	}, "")
-	return used
+	return d.driver.AssignorInUse(name)
 }
 
 // rebalanceOnReload rebalances the groups configured with
@@ -360,7 +353,7 @@ func (d *daemon) watchMetadata(ctx context.Context) {
 	// A metadata request that takes longer than this counts as the upstream
 	// not answering; kgo would otherwise keep retrying for a long while.
 	timeout := min(d.cfg.Upstream.MetadataRefresh, 5*time.Second)
-	down := false
+	down, periodic := false, true
 	for {
 		topics := d.driver.SubscribedTopics()
 		if len(topics) > 0 {
@@ -381,15 +374,21 @@ func (d *daemon) watchMetadata(ctx context.Context) {
 			down = err != nil
 			d.driver.SetUpstreamReachable(!down)
 		}
-		d.checkSplitBrain(ctx)
+		if periodic && !down {
+			// On the refresh interval only: a JoinGroup's nudge or the
+			// outage retry must not send DescribeGroups for every group.
+			d.checkSplitBrain(ctx)
+		}
 		var retry <-chan time.Time
 		if down {
 			retry = time.After(time.Second) // notice the return quickly
 		}
+		periodic = false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			periodic = true
 		case <-retry:
 		case <-d.refresh:
 		}

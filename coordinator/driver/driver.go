@@ -105,7 +105,6 @@ type Driver struct {
 	started      map[string]time.Time // rebalance start per group
 	assignor     map[string]string    // assignor of each group's latest job
 	last         map[string]Rebalance // each group's latest completed rebalance
-	covered      map[string]bool      // topics the last metadata update held
 	storms       map[string]*stormWatch
 }
 
@@ -176,7 +175,6 @@ func Start(cfg Config) (*Driver, error) {
 		started:  make(map[string]time.Time),
 		assignor: make(map[string]string),
 		last:     make(map[string]Rebalance),
-		covered:  make(map[string]bool),
 		storms:   make(map[string]*stormWatch),
 	}
 	d.timer.Stop()
@@ -237,9 +235,6 @@ func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg
 		id = d.nextID
 		d.waiting[id] = ch
 		d.apply(d.coord.Handle(d.now(), id, client, req))
-		if _, join := req.(*kmsg.JoinGroupRequest); join {
-			d.checkCoverage()
-		}
 	})
 	if err != nil {
 		return nil, err
@@ -257,9 +252,6 @@ func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg
 // Topics it does not hold are taken to be asked about and absent.
 func (d *Driver) SetMetadata(md *coordinator.Metadata, asked []string) error {
 	return d.do(func() {
-		for _, t := range asked {
-			d.covered[t] = true
-		}
 		if md != nil {
 			// The coordinator also needs to know which topics were looked
 			// up and found absent: an assignment waits only for the others.
@@ -277,22 +269,6 @@ func (d *Driver) SetMetadata(md *coordinator.Metadata, asked []string) error {
 	})
 }
 
-// checkCoverage asks for metadata of subscribed topics no update covered.
-func (d *Driver) checkCoverage() {
-	if d.cfg.NeedMetadata == nil {
-		return
-	}
-	var missing []string
-	for _, t := range d.coord.SubscribedTopics() {
-		if !d.covered[t] {
-			missing = append(missing, t)
-		}
-	}
-	if len(missing) > 0 {
-		d.cfg.NeedMetadata(missing)
-	}
-}
-
 // RebalanceGroups rebalances each group for which match, given the group
 // and the assignor of its latest assignment, is true, and returns those
 // groups, sorted. The daemon calls it when a plugin was reloaded. match runs
@@ -301,17 +277,38 @@ func (d *Driver) RebalanceGroups(match func(group, assignor string) bool, reason
 	var groups []string
 	d.do(func() {
 		for _, g := range d.coord.Groups() {
-			assignor, ok := d.assignor[g]
-			if r, done := d.last[g]; done {
-				assignor, ok = r.Assignor, true
-			}
-			if ok && match(g, assignor) {
+			if assignor, ok := d.latestAssignor(g); ok && match(g, assignor) {
 				groups = append(groups, g)
 				d.apply(d.coord.Rebalance(d.now(), g, reason))
 			}
 		}
 	})
 	return groups
+}
+
+// AssignorInUse reports whether some group's latest assignment came, or is
+// coming, from the named assignor: hot reload must not take it away.
+func (d *Driver) AssignorInUse(name string) bool {
+	used := false
+	d.do(func() {
+		for _, g := range d.coord.Groups() {
+			if a, ok := d.latestAssignor(g); ok && a == name {
+				used = true
+				return
+			}
+		}
+	})
+	return used
+}
+
+// latestAssignor is the assignor of a group's latest completed rebalance,
+// or of the one under way; false before its first.
+func (d *Driver) latestAssignor(group string) (string, bool) {
+	if r, done := d.last[group]; done {
+		return r.Assignor, true
+	}
+	a, ok := d.assignor[group]
+	return a, ok
 }
 
 // SetUpstreamReachable tells the coordinator whether the upstream cluster
