@@ -285,10 +285,17 @@ func (g *group) nextDeadline(retention time.Duration) time.Time {
 	for _, m := range g.members {
 		consider(m.heartbeatDeadline)
 	}
-	if g.state == Empty && len(g.members) == 0 && !g.emptySince.IsZero() {
-		consider(g.emptySince.Add(retention))
-	}
+	consider(g.retentionEnd(retention))
 	return next
+}
+
+// retentionEnd is when an Empty group without members is forgotten; zero
+// for any other group.
+func (g *group) retentionEnd(retention time.Duration) time.Time {
+	if g.state != Empty || len(g.members) != 0 || g.emptySince.IsZero() {
+		return time.Time{}
+	}
+	return g.emptySince.Add(retention)
 }
 
 type timerEntry struct {

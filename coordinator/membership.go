@@ -308,7 +308,7 @@ func (c *Coordinator) removeMemberAndUpdate(g *group, m *member, reason string) 
 // tickGroup fires the group's due timers.
 func (c *Coordinator) tickGroup(g *group) {
 	now := c.now
-	if g.state == Empty && len(g.members) == 0 && !g.emptySince.IsZero() && !g.emptySince.Add(c.cfg.EmptyGroupRetention).After(now) {
+	if end := g.retentionEnd(c.cfg.EmptyGroupRetention); !end.IsZero() && !end.After(now) {
 		// Retention ended: forget the group, as Kafka does when its
 		// offsets expire.
 		delete(c.groups, g.id)

@@ -554,6 +554,11 @@ func (d *Driver) observe(e coordinator.Event) {
 			d.storm(e.Group).expiries++
 		}
 	case coordinator.EventStateChanged:
+		if e.State == coordinator.Empty || e.State == coordinator.Dead {
+			// A rebalance that ended without an assignment must not lend
+			// its start time to the next one.
+			delete(d.started, e.Group)
+		}
 		if e.State == coordinator.Dead {
 			delete(d.last, e.Group)
 			delete(d.storms, e.Group)
