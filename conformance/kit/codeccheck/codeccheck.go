@@ -6,12 +6,15 @@
 package codeccheck
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -38,6 +41,42 @@ type Result struct {
 	// Rest is, for "ok", the decoded value in testdata/abi's JSON form;
 	// for "reject", the decoder's reason.
 	Rest string
+}
+
+// Process returns a Checker that runs a native program over all records in
+// one process: each record as its kind byte, a little-endian u32 length and
+// its bytes on stdin, and one line back per record on stdout, "verdict
+// rest". A crash, a sanitizer report or a missing answer fails the test
+// with the program's stderr.
+func Process(bin string) Checker {
+	return func(t *testing.T, recs []Record) []Result {
+		t.Helper()
+		var in bytes.Buffer
+		for _, r := range recs {
+			in.WriteByte(r.Kind)
+			in.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(r.B))))
+			in.Write(r.B)
+		}
+		cmd := exec.Command(bin)
+		cmd.Stdin = &in
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", filepath.Base(bin), err, stderr.Bytes())
+		}
+		var res []Result
+		sc := bufio.NewScanner(bytes.NewReader(out))
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			verdict, rest, _ := strings.Cut(sc.Text(), " ")
+			res = append(res, Result{Verdict: verdict, Rest: rest})
+		}
+		if len(res) != len(recs) {
+			t.Fatalf("%s answered %d of %d records\n%s", filepath.Base(bin), len(res), len(recs), stderr.Bytes())
+		}
+		return res
+	}
 }
 
 // Checker runs an SDK's codec over recs and returns one Result per

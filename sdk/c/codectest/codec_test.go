@@ -6,9 +6,6 @@
 package codectest
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,47 +44,13 @@ func buildChecker(t *testing.T) string {
 	return out
 }
 
-// nativeChecker runs the compiled checker over all records in one process:
-// one length-prefixed record after another on stdin, one line each on
-// stdout. A sanitizer report or crash fails the test with its output.
-func nativeChecker(bin string) codeccheck.Checker {
-	return func(t *testing.T, recs []codeccheck.Record) []codeccheck.Result {
-		t.Helper()
-		var in bytes.Buffer
-		for _, r := range recs {
-			in.WriteByte(r.Kind)
-			in.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(r.B))))
-			in.Write(r.B)
-		}
-		cmd := exec.Command(bin)
-		cmd.Stdin = &in
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("codec_check: %v\n%s", err, stderr.Bytes())
-		}
-		var res []codeccheck.Result
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			verdict, rest, _ := strings.Cut(sc.Text(), " ")
-			res = append(res, codeccheck.Result{Verdict: verdict, Rest: rest})
-		}
-		if len(res) != len(recs) {
-			t.Fatalf("codec_check answered %d of %d records\n%s", len(res), len(recs), stderr.Bytes())
-		}
-		return res
-	}
-}
-
 func TestCodec_GoldenVectorsDecodeReencodeAndReject(t *testing.T) {
-	codeccheck.Golden(t, "C", nativeChecker(buildChecker(t)))
+	codeccheck.Golden(t, "C", codeccheck.Process(buildChecker(t)))
 }
 
 // TestCodec_AgreesWithGoCodecOnHostileAndRandomBuffers: besides agreeing
 // with the Go codec, the decoder never reads out of bounds: the sanitizers
 // abort the checker if it does.
 func TestCodec_AgreesWithGoCodecOnHostileAndRandomBuffers(t *testing.T) {
-	codeccheck.Differential(t, "C", nativeChecker(buildChecker(t)))
+	codeccheck.Differential(t, "C", codeccheck.Process(buildChecker(t)))
 }

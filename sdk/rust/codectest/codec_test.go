@@ -7,13 +7,9 @@
 package codectest
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/wasmassign/wasmassign/conformance/kit/codeccheck"
@@ -47,39 +43,6 @@ func buildChecker(t *testing.T) string {
 	return filepath.Join(target, "debug", "examples", "codec_check")
 }
 
-// checker runs the compiled driver over all records in one process: one
-// length-prefixed record after another on stdin, one line each on stdout.
-func checker(bin string) codeccheck.Checker {
-	return func(t *testing.T, recs []codeccheck.Record) []codeccheck.Result {
-		t.Helper()
-		var in bytes.Buffer
-		for _, r := range recs {
-			in.WriteByte(r.Kind)
-			in.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(r.B))))
-			in.Write(r.B)
-		}
-		cmd := exec.Command(bin)
-		cmd.Stdin = &in
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("codec_check: %v (a panic is a crash on some buffer)\n%s", err, stderr.Bytes())
-		}
-		var res []codeccheck.Result
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			verdict, rest, _ := strings.Cut(sc.Text(), " ")
-			res = append(res, codeccheck.Result{Verdict: verdict, Rest: rest})
-		}
-		if len(res) != len(recs) {
-			t.Fatalf("codec_check answered %d of %d records\n%s", len(res), len(recs), stderr.Bytes())
-		}
-		return res
-	}
-}
-
 func TestCodec_AgreesWithGoCodecOnHostileAndRandomBuffers(t *testing.T) {
-	codeccheck.Differential(t, "Rust", checker(buildChecker(t)))
+	codeccheck.Differential(t, "Rust", codeccheck.Process(buildChecker(t)))
 }
