@@ -331,8 +331,3 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-// kfakeWait polls check until it passes or ctx ends.
-func kfakeWait(ctx context.Context, check func() error) error {
-	return kfakegroup.WaitFor(ctx, check)
-}

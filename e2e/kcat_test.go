@@ -204,7 +204,7 @@ func TestKcat_RacksFromRulesAndAssignmentAsConfigured(t *testing.T) {
 			// says (measured the same straight against a real broker).
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			if err := kfakeWait(cctx, func() error { return checkCommittedAtEnd(cctx, cl, group, topic, 6) }); err != nil {
+			if err := kfakegroup.WaitFor(cctx, func() error { return checkCommittedAtEnd(cctx, cl, group, topic, 6) }); err != nil {
 				t.Error(err)
 			}
 			for _, k := range ks {
@@ -445,7 +445,7 @@ func rkProcJoinLeave(ctx context.Context, t *testing.T, d *daemon, admin *kgo.Cl
 		// A client that commits only on a timer must not have a partition
 		// handed over before its records are committed.
 		if !s.commitsOnRevoke {
-			if err := kfakeWait(ctx, func() error { return checkCommittedAtEnd(ctx, admin, s.group, s.topic, s.partitions) }); err != nil {
+			if err := kfakegroup.WaitFor(ctx, func() error { return checkCommittedAtEnd(ctx, admin, s.group, s.topic, s.partitions) }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -466,7 +466,7 @@ func rkProcJoinLeave(ctx context.Context, t *testing.T, d *daemon, admin *kgo.Cl
 	phase([]*consumerProc{b, c})
 	b.stop()
 	c.stop()
-	if err := kfakeWait(ctx, func() error { return checkCommittedAtEnd(ctx, admin, s.group, s.topic, s.partitions) }); err != nil {
+	if err := kfakegroup.WaitFor(ctx, func() error { return checkCommittedAtEnd(ctx, admin, s.group, s.topic, s.partitions) }); err != nil {
 		t.Fatalf("after every member stopped: %v", err)
 	}
 	// A restarted member that ignored the commits would read from the
@@ -474,7 +474,7 @@ func rkProcJoinLeave(ctx context.Context, t *testing.T, d *daemon, admin *kgo.Cl
 	settle(adminGroup{Generation: -1})
 	r := start()
 	phase([]*consumerProc{r})
-	if err := kfakeWait(ctx, func() error { return checkCommittedAtEnd(ctx, admin, s.group, s.topic, s.partitions) }); err != nil {
+	if err := kfakegroup.WaitFor(ctx, func() error { return checkCommittedAtEnd(ctx, admin, s.group, s.topic, s.partitions) }); err != nil {
 		t.Errorf("after the restart: %v", err)
 	}
 	if s.revokes != nil && moved == 0 {

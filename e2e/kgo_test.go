@@ -324,13 +324,10 @@ func rkKgoEagerJoinLeave(ctx context.Context, t *testing.T, e rkKgoEnv, group st
 		if got := adminAssignment(g); !sameAssignment(got, want) {
 			t.Errorf("gateway assigned %v; %s computes %v", got, s.assignor, want)
 		}
-		if g.Protocol != s.protocol || g.Assignor != s.assignor {
-			t.Errorf("protocol %q assignor %q, want %s served by %s", g.Protocol, g.Assignor, s.protocol, s.assignor)
-		}
+		checkServedBy(t, g, s.protocol, s.assignor)
 		if s.relayed != nil {
-			if other, err := expected(g, s.relayed, pl, e.brokerRacks, nil, 0); err != nil || sameAssignment(other, want) {
-				t.Errorf("the offered assignor gives the same assignment (%v, %v): a relay could not be told from the gateway", other, err)
-			}
+			other, err := expected(g, s.relayed, pl, e.brokerRacks, nil, 0)
+			checkRelayTellable(t, other, err, want)
 		}
 	}
 	for _, n := range []string{"a", "b"} {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -33,10 +32,6 @@ const (
 	upClientUser, upClientPass   = "alice", "alice-secret"
 )
 
-// upKgoClient is kgo's name in the interop matrix, as the other kgo tests
-// record it.
-const upKgoClient = "kgo (franz-go)"
-
 // upConfig fronts one real broker at addr; groups named up-* are managed,
 // everything else (the direct-* comparison groups) passes through. sasl,
 // when set, is the [upstream] lines of the gateway's own authentication.
@@ -46,25 +41,6 @@ func upConfig(addr, sasl string) string {
 		Upstream: sasl,
 		Groups:   []testutil.GroupRule{{Match: "up-*"}},
 	}.String()
-}
-
-// upKgoVersion is the franz-go version the root module requires (and this
-// test binary is built with), without the leading v, for the interop
-// matrix. Test binaries carry
-// no dependency list in their build info, so go.mod is the source.
-func upKgoVersion(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(env.root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "github.com/twmb/franz-go" {
-			return strings.TrimPrefix(f[1], "v")
-		}
-	}
-	t.Fatal("go.mod does not require github.com/twmb/franz-go")
-	return ""
 }
 
 // upPinned sends a request at exactly the version it carries: kgo would
@@ -366,11 +342,10 @@ func TestRealKafkaUpstream_WhatOnlyARealBrokerShows(t *testing.T) {
 	cancel()
 	direct := c.Client(t)
 	d := startDaemon(t, t.TempDir(), upConfig(c.Nodes[0].Addr, ""))
-	version := upKgoVersion(t)
-	const upstream = "Apache Kafka 4.4.0"
+	upstream := "Apache Kafka " + c.Cache.Version
 
 	t.Run("forwarded commits are read back by a client bypassing the gateway", func(t *testing.T) {
-		matrix.Record(t, matrix.Row{Client: upKgoClient, Version: version, Strategy: "range", Upstream: upstream})
+		matrix.Record(t, rkKgoRow(t, "range", upstream))
 		const group, topic, parts = "up-commits", "up-commits", 4
 		rig, g := upConsumingGroup(ctx, t, d, direct, group, topic, parts, c.Addrs(), 200)
 		// The members auto-commit while they run; the broker takes the
@@ -403,7 +378,7 @@ func TestRealKafkaUpstream_WhatOnlyARealBrokerShows(t *testing.T) {
 	})
 
 	t.Run("kafka-consumer-groups admin calls through the gateway", func(t *testing.T) {
-		matrix.Record(t, matrix.Row{Client: upKgoClient, Version: version, Strategy: "range", Upstream: upstream})
+		matrix.Record(t, rkKgoRow(t, "range", upstream))
 		matrix.Record(t, matrix.Row{Client: "Java kafka-clients Admin (kafka-consumer-groups.sh calls)", Version: c.Cache.Version,
 			Strategy: "range", Upstream: upstream})
 		const group, topic, parts = "up-admin", "up-admin", 3
@@ -618,7 +593,7 @@ func TestRealKafkaUpstream_WhatOnlyARealBrokerShows(t *testing.T) {
 	})
 
 	t.Run("SASL/PLAIN passes through to the broker's SASL listener", func(t *testing.T) {
-		matrix.Record(t, matrix.Row{Client: upKgoClient, Version: version, Strategy: "range", Upstream: upstream + " (SASL/PLAIN)"})
+		matrix.Record(t, rkKgoRow(t, "range", upstream+" (SASL/PLAIN)"))
 		sd := startDaemon(t, t.TempDir(), upConfig(c.Nodes[0].SASLAddr, fmt.Sprintf(
 			"sasl_mechanism = \"PLAIN\"\nsasl_user = %q\nsasl_password = %q", upGatewayUser, upGatewayPass)))
 		const group, topic, parts = "up-sasl", "up-sasl", 3
@@ -663,7 +638,7 @@ func TestRealKafkaUpstream_WhatOnlyARealBrokerShows(t *testing.T) {
 	})
 
 	t.Run("the broker crashes and comes back", func(t *testing.T) {
-		matrix.Record(t, matrix.Row{Client: upKgoClient, Version: version, Strategy: "range", Upstream: upstream + " (crashed and restarted mid-test)"})
+		matrix.Record(t, rkKgoRow(t, "range", upstream+" (crashed and restarted mid-test)"))
 		const group, topic, parts = "up-outage", "up-outage", 3
 		rig, _ := upConsumingGroup(ctx, t, d, direct, group, topic, parts, c.Addrs(), 90)
 		before := upMustCommitEnd(ctx, t, direct, group, topic, parts)
@@ -709,10 +684,16 @@ func TestRealKafkaUpstream_WhatOnlyARealBrokerShows(t *testing.T) {
 			}
 		}
 		// The operator sees why; the process stays up.
-		if code, body, err := upGet(ctx, d, "/readyz"); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "upstream") {
-			t.Errorf("/readyz while the broker is away: %d %q %v; want 503 naming the upstream", code, body, err)
+		// Readiness follows the metadata refresh, so it may lag a moment.
+		if err := kfakegroup.WaitFor(ctx, func() error {
+			if code, body, err := upGet(ctx, d, "/readyz"); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "upstream") {
+				return fmt.Errorf("/readyz while the broker is away: %d %q %v; want 503 naming the upstream", code, body, err)
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
 		}
-		if !strings.Contains(d.log.String(), "connection refused") {
+		if !strings.Contains(d.log.String()[logBeforeKill:], "connection refused") {
 			t.Error("the daemon did not log that the upstream refuses connections")
 		}
 		if err := upAlive(ctx, d); err != nil {

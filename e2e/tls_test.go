@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/wasmassign/wasmassign/internal/testutil"
+	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 	"github.com/wasmassign/wasmassign/internal/testutil/matrix"
 )
 
@@ -94,7 +95,7 @@ func TestTLS_ConsumersReachTheGatewayOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(ctx, t, seeds, "secure", 200, kgo.DialTLSConfig(clientTLS.Clone()))
-	err = kfakeWait(ctx, func() error {
+	err = kfakegroup.WaitFor(ctx, func() error {
 		got.mu.Lock()
 		defer got.mu.Unlock()
 		n := 0

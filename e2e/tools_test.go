@@ -32,8 +32,11 @@ func needCommand(t *testing.T, command, debPackage string) string {
 		}
 	}
 	t.Logf("%s is missing: installing the Debian package %s", command, debPackage)
-	run("apt-get", "update", "-qq")
-	run("apt-get", "install", "-y", "-qq", debPackage)
+	// Parallel tests may install at once: apt waits for the other's lock
+	// instead of failing.
+	lock := "DPkg::Lock::Timeout=300"
+	run("apt-get", "-o", lock, "update", "-qq")
+	run("apt-get", "-o", lock, "install", "-y", "-qq", debPackage)
 	p, err := exec.LookPath(command)
 	if err != nil {
 		t.Fatalf("installed %s but %s is still not on PATH", debPackage, command)
