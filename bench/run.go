@@ -108,10 +108,7 @@ func (o Options) pipeline(g Group, members []kmsg.JoinGroupResponseMember, assig
 	if err != nil {
 		return nil, err
 	}
-	if req.RebalanceProtocol == abi.Cooperative && reportsOwned(req) {
-		// Where no member reports owning anything, nothing is held, so
-		// nothing is withheld (the handover package's rule) and the target
-		// goes out as it is.
+	if req.RebalanceProtocol == abi.Cooperative {
 		resp, _ = handover.Withhold(req, resp)
 	}
 	return EncodeResponse(req, resp), nil
@@ -329,17 +326,4 @@ func movedBetween(before, after []kmsg.SyncGroupRequestGroupAssignment) (int, er
 		}
 	}
 	return n, nil
-}
-
-// reportsOwned reports whether some member of req reports an owned
-// partition.
-func reportsOwned(req *abi.Request) bool {
-	for i := range req.Members {
-		for _, tp := range req.Members[i].Owned {
-			if len(tp.Partitions) > 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
