@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,10 +29,12 @@ type Coordinator interface {
 	Handle(ctx context.Context, client coordinator.Client, req kmsg.Request) (kmsg.Response, error)
 }
 
-// Upstream answers which upstream broker coordinates a group.
+// Upstream answers which upstream brokers coordinate groups.
 type Upstream interface {
-	// CoordinatorOf returns the node id of group's coordinator.
-	CoordinatorOf(ctx context.Context, group string) (int32, error)
+	// CoordinatorsOf returns the node id of each group's coordinator. A
+	// group whose lookup failed is missing from the map, and the error
+	// says why.
+	CoordinatorsOf(ctx context.Context, groups []string) (map[string]int32, error)
 }
 
 // Options configure a Gateway.
@@ -205,19 +208,25 @@ func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.Lis
 	if err != nil {
 		return proxy.Decision{}, fmt.Errorf("ListGroups: %w", err)
 	}
-	var mine []kmsg.ListGroupsResponseGroup
+	var managed []kmsg.ListGroupsResponseGroup
+	var ids []string
 	for _, grp := range resp.(*kmsg.ListGroupsResponse).Groups {
-		if !g.opt.Manages(grp.Group) {
-			continue
+		if g.opt.Manages(grp.Group) {
+			managed = append(managed, grp)
+			ids = append(ids, grp.Group)
 		}
-		node, err := g.opt.Upstream.CoordinatorOf(ctx, grp.Group)
+	}
+	var mine []kmsg.ListGroupsResponseGroup
+	if len(ids) > 0 {
+		nodes, err := g.opt.Upstream.CoordinatorsOf(ctx, ids)
 		if err != nil {
-			g.log.Warn("ListGroups: cannot find the upstream coordinator", "group", grp.Group, "err", err)
-			continue
+			g.log.Warn("ListGroups: cannot find the upstream coordinator of some groups; they are left out", "err", err)
 		}
-		// A bootstrap connection answers like the broker it reaches.
-		if node == r.Conn.Upstream {
-			mine = append(mine, grp)
+		for _, grp := range managed {
+			// A bootstrap connection answers like the broker it reaches.
+			if node, ok := nodes[grp.Group]; ok && node == r.Conn.Upstream {
+				mine = append(mine, grp)
+			}
 		}
 	}
 	return proxy.Decision{OnResponse: func(up kmsg.Response) kmsg.Response {
@@ -342,14 +351,34 @@ func (g *Gateway) split(groups []string) (managed, others []string) {
 // kafkajs, older Java). The proxy records; the coordinator reads it as its
 // RackSource. It is safe for concurrent use.
 type FetchRacks struct {
-	mu    sync.Mutex
-	racks map[rackKey]string
+	mu     sync.Mutex
+	racks  map[rackKey]fetchRack
+	pruned time.Time // the last scan for idle clients
+	now    func() time.Time
 }
 
 type rackKey struct{ clientID, host string }
 
+// fetchRack is a recorded rack and when its client last sent it.
+type fetchRack struct {
+	rack string
+	seen time.Time
+}
+
+// Clients come and go (every restart of a pod is a new host), so the book
+// forgets: once it holds fetchRacksPruneAt clients, a Record of a new one
+// drops those not heard from for fetchRacksIdle, scanning at most once a
+// minute. A member with no partitions sends no Fetch, so a small book never
+// forgets, and an idle hour is long.
+const (
+	fetchRacksPruneAt = 10000
+	fetchRacksIdle    = time.Hour
+)
+
 // NewFetchRacks returns an empty book.
-func NewFetchRacks() *FetchRacks { return &FetchRacks{racks: make(map[rackKey]string)} }
+func NewFetchRacks() *FetchRacks {
+	return &FetchRacks{racks: make(map[rackKey]fetchRack), now: time.Now}
+}
 
 // Record notes the rack a client at c sent, and reports whether it is news:
 // a rack this client had not sent before. An empty rack is ignored.
@@ -358,13 +387,20 @@ func (f *FetchRacks) Record(c proxy.ConnInfo, clientID, rack string) bool {
 		return false
 	}
 	k := rackKey{clientID, hostOf(c.Remote)}
+	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.racks[k] == rack {
-		return false
+	old, ok := f.racks[k]
+	if !ok && len(f.racks) >= fetchRacksPruneAt && now.Sub(f.pruned) >= time.Minute {
+		f.pruned = now
+		for k, r := range f.racks {
+			if now.Sub(r.seen) >= fetchRacksIdle {
+				delete(f.racks, k)
+			}
+		}
 	}
-	f.racks[k] = rack
-	return true
+	f.racks[k] = fetchRack{rack: rack, seen: now}
+	return !ok || old.rack != rack
 }
 
 // FetchRack implements coordinator.RackSource.
@@ -372,7 +408,7 @@ func (f *FetchRacks) FetchRack(clientID, host string) (string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r, ok := f.racks[rackKey{clientID, host}]
-	return r, ok
+	return r.rack, ok
 }
 
 // hostOf is the Kafka form of a client address.

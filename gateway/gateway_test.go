@@ -3,11 +3,13 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -57,11 +59,15 @@ func (f *fakeCoordinator) Handle(_ context.Context, c coordinator.Client, req km
 // fakeUpstream puts m1 on node 1 and the other groups on node 2.
 type fakeUpstream struct{}
 
-func (fakeUpstream) CoordinatorOf(_ context.Context, group string) (int32, error) {
-	if group == "m1" {
-		return 1, nil
+func (fakeUpstream) CoordinatorsOf(_ context.Context, groups []string) (map[string]int32, error) {
+	nodes := make(map[string]int32, len(groups))
+	for _, g := range groups {
+		nodes[g] = 2
+		if g == "m1" {
+			nodes[g] = 1
+		}
 	}
-	return 2, nil
+	return nodes, nil
 }
 
 func newGateway(logs *bytes.Buffer) (*Gateway, *fakeCoordinator) {
@@ -276,5 +282,32 @@ func TestFetchRack_FeedsTheCoordinatorsRackSource(t *testing.T) {
 	}
 	if _, ok := src.FetchRack("other", "/10.1.2.3"); ok {
 		t.Error("an empty fetch rack was recorded")
+	}
+}
+
+// TestFetchRacks_ForgetsIdleClientsOnlyWhenLarge keeps a small book whole
+// however old it is, and drops only the idle entries of a large one.
+func TestFetchRacks_ForgetsIdleClientsOnlyWhenLarge(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	src := NewFetchRacks()
+	src.now = func() time.Time { return now }
+	c := proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}
+	src.Record(c, "old", "az-a")
+	now = now.Add(2 * fetchRacksIdle)
+	src.Record(c, "fresh", "az-b")
+	if _, ok := src.FetchRack("old", "/10.1.2.3"); !ok {
+		t.Fatal("a small book forgot an idle client")
+	}
+	for i := len(src.racks); i < fetchRacksPruneAt; i++ {
+		src.Record(c, fmt.Sprintf("filler-%d", i), "az-c")
+	}
+	src.Record(c, "newcomer", "az-d")
+	if _, ok := src.FetchRack("old", "/10.1.2.3"); ok {
+		t.Error("a full book kept a client idle for two hours")
+	}
+	for _, id := range []string{"fresh", "filler-5", "newcomer"} {
+		if _, ok := src.FetchRack(id, "/10.1.2.3"); !ok {
+			t.Errorf("a full book forgot %s, which was heard from just now", id)
+		}
 	}
 }

@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,8 +22,9 @@ type KgoUpstream struct {
 	cl  *kgo.Client
 	ttl time.Duration
 
-	mu    sync.Mutex
-	known map[string]cachedNode
+	mu     sync.Mutex
+	known  map[string]cachedNode
+	pruned time.Time // when expired entries of known were last dropped
 }
 
 type cachedNode struct {
@@ -122,28 +126,77 @@ func (u *KgoUpstream) forget(group string) {
 
 // CoordinatorOf returns the node id of group's upstream coordinator.
 func (u *KgoUpstream) CoordinatorOf(ctx context.Context, group string) (int32, error) {
+	nodes, err := u.CoordinatorsOf(ctx, []string{group})
+	if node, ok := nodes[group]; ok {
+		return node, nil
+	}
+	return 0, err
+}
+
+// CoordinatorsOf returns the node ids of the upstream coordinators of
+// groups, looking up those it does not remember in one batched
+// FindCoordinator (kgo splits it for brokers older than v4). A group whose
+// lookup failed is missing from the map, and err says why for each.
+func (u *KgoUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[string]int32, error) {
+	nodes := make(map[string]int32, len(groups))
+	var missing []string
+	now := time.Now()
 	u.mu.Lock()
-	c, ok := u.known[group]
+	for _, g := range groups {
+		if c, ok := u.known[g]; ok && now.Sub(c.at) < u.ttl {
+			nodes[g] = c.node
+		} else if _, dup := nodes[g]; !dup && !slices.Contains(missing, g) {
+			missing = append(missing, g)
+		}
+	}
 	u.mu.Unlock()
-	if ok && time.Since(c.at) < u.ttl {
-		return c.node, nil
+	if len(missing) == 0 {
+		return nodes, nil
 	}
 	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorKey = group
-	req.CoordinatorKeys = []string{group}
+	req.CoordinatorKey = missing[0]
+	req.CoordinatorKeys = missing
 	resp, err := req.RequestWith(ctx, u.cl)
 	if err != nil {
-		return 0, fmt.Errorf("FindCoordinator %s: %w", group, err)
+		return nodes, fmt.Errorf("FindCoordinator %s: %w", strings.Join(missing, ", "), err)
 	}
-	node, code := resp.NodeID, resp.ErrorCode
-	if len(resp.Coordinators) > 0 {
-		node, code = resp.Coordinators[0].NodeID, resp.Coordinators[0].ErrorCode
+	var errs []error
+	found := make(map[string]cachedNode, len(missing))
+	answered := make(map[string]bool, len(missing))
+	for _, c := range resp.Coordinators {
+		answered[c.Key] = true
+		if err := kerr.ErrorForCode(c.ErrorCode); err != nil {
+			errs = append(errs, fmt.Errorf("FindCoordinator %s: %w", c.Key, err))
+			continue
+		}
+		found[c.Key] = cachedNode{node: c.NodeID, at: now}
 	}
-	if err := kerr.ErrorForCode(code); err != nil {
-		return 0, fmt.Errorf("FindCoordinator %s: %w", group, err)
+	for _, g := range missing {
+		if !answered[g] {
+			errs = append(errs, fmt.Errorf("FindCoordinator %s: the upstream did not answer for it", g))
+		}
 	}
 	u.mu.Lock()
-	u.known[group] = cachedNode{node: node, at: time.Now()}
+	u.pruneLocked(now)
+	for g, c := range found {
+		u.known[g] = c
+		nodes[g] = c.node
+	}
 	u.mu.Unlock()
-	return node, nil
+	return nodes, errors.Join(errs...)
+}
+
+// pruneLocked drops expired coordinators, at most once per ttl, so that the
+// cache holds only groups looked up recently rather than every group the
+// gateway ever listed.
+func (u *KgoUpstream) pruneLocked(now time.Time) {
+	if now.Sub(u.pruned) < u.ttl {
+		return
+	}
+	u.pruned = now
+	for g, c := range u.known {
+		if now.Sub(c.at) >= u.ttl {
+			delete(u.known, g)
+		}
+	}
 }

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,5 +73,79 @@ func TestKgoUpstream_ForwardKeepsTheClientsVersion(t *testing.T) {
 		if want := 42 + int64(version); got != want {
 			t.Errorf("v%d: upstream holds offset %d for %s, want %d", version, got, group, want)
 		}
+	}
+}
+
+// TestKgoUpstream_CoordinatorsOfBatchesAndRemembers looks up many groups'
+// coordinators in one FindCoordinator, agrees with the upstream's own
+// answer for each, and asks again only for groups it has not seen.
+func TestKgoUpstream_CoordinatorsOfBatchesAndRemembers(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var lookups, keys atomic.Int32
+	c.ControlKey(int16(kmsg.FindCoordinator), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		lookups.Add(1)
+		fc := req.(*kmsg.FindCoordinatorRequest)
+		keys.Add(int32(max(len(fc.CoordinatorKeys), 1)))
+		return nil, nil, false
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	up := NewKgoUpstream(cl, time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	var groups []string
+	for i := range 12 {
+		groups = append(groups, fmt.Sprintf("group-%d", i))
+	}
+	nodes, err := up.CoordinatorsOf(ctx, append(groups, groups[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := lookups.Load(); n != 1 {
+		t.Errorf("%d FindCoordinator requests for %d groups, want one batch", n, len(groups))
+	}
+	if k := keys.Load(); k != int32(len(groups)) {
+		t.Errorf("the batch asked for %d keys, want %d (each group once)", k, len(groups))
+	}
+	seen := map[int32]bool{}
+	for _, g := range groups {
+		node, ok := nodes[g]
+		if !ok {
+			t.Fatalf("no coordinator for %s in %v", g, nodes)
+		}
+		seen[node] = true
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey, req.CoordinatorKeys = g, []string{g}
+		resp, err := req.RequestWith(ctx, cl.Broker(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Coordinators) != 1 || resp.Coordinators[0].NodeID != node {
+			t.Errorf("%s: batched lookup says node %d, the upstream alone %+v", g, node, resp.Coordinators)
+		}
+	}
+	if len(seen) < 2 {
+		t.Errorf("12 groups all on node(s) %v: the test cannot tell groups apart", seen)
+	}
+
+	before := lookups.Load()
+	again, err := up.CoordinatorsOf(ctx, []string{groups[3], "group-new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[groups[3]] != nodes[groups[3]] {
+		t.Errorf("remembered node %d for %s, first answer %d", again[groups[3]], groups[3], nodes[groups[3]])
+	}
+	if n := lookups.Load() - before; n != 1 {
+		t.Errorf("%d lookups for one remembered and one new group, want 1", n)
 	}
 }
