@@ -129,11 +129,10 @@ func pluginName(file string) string {
 // Groups lists every group the coordinator holds.
 func (s *adminSource) Groups() []admin.GroupSummary {
 	var out []admin.GroupSummary
-	last := s.d.driver.LastRebalances()
-	for _, g := range s.d.driver.Summaries() {
+	for _, g := range s.d.driver.Overviews() {
 		sum := admin.GroupSummary{Group: g.Group, State: g.State, Generation: g.Generation, Members: g.Members}
-		if r, ok := last[g.Group]; ok {
-			sum.Assignor = r.Assignor
+		if g.HasLast {
+			sum.Assignor = g.Last.Assignor
 		}
 		out = append(out, sum)
 	}

@@ -15,9 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -385,11 +383,25 @@ func (d *Driver) ExportGroup(id string) (coordinator.GroupState, bool) {
 	return g, ok
 }
 
-// Summaries lists every group without its members.
-func (d *Driver) Summaries() []coordinator.Summary {
-	var s []coordinator.Summary
-	d.do(func() { s = d.coord.Summaries() })
-	return s
+// Overview is one group's summary with its latest completed rebalance.
+type Overview struct {
+	coordinator.Summary
+	// Last is the latest completed rebalance; valid when HasLast.
+	Last    Rebalance
+	HasLast bool
+}
+
+// Overviews lists every group without its members, each with its latest
+// completed rebalance, in one call to the loop so that the two agree.
+func (d *Driver) Overviews() []Overview {
+	var out []Overview
+	d.do(func() {
+		for _, s := range d.coord.Summaries() {
+			r, ok := d.last[s.Group]
+			out = append(out, Overview{Summary: s, Last: r, HasLast: ok})
+		}
+	})
+	return out
 }
 
 // LastRebalance returns a group's latest completed rebalance.
@@ -398,14 +410,6 @@ func (d *Driver) LastRebalance(group string) (Rebalance, bool) {
 	var ok bool
 	d.do(func() { r, ok = d.last[group] })
 	return r, ok
-}
-
-// LastRebalances returns every group's latest completed rebalance, in one
-// call to the loop.
-func (d *Driver) LastRebalances() map[string]Rebalance {
-	var out map[string]Rebalance
-	d.do(func() { out = maps.Clone(d.last) })
-	return out
 }
 
 // Close stops the loop, answers waiting requests with ErrClosed, and waits
@@ -604,23 +608,19 @@ func (d *Driver) checkStorm(group string, at time.Time) {
 		return
 	}
 	w.reported = at
-	cause := "frequent membership changes"
+	// label is the cause for the metric: short and from a fixed set.
+	cause, label := "frequent membership changes", "membership changes"
 	switch {
 	case w.expiries*2 >= len(w.rebalances):
 		cause = "session timeouts (members miss heartbeats: check session.timeout.ms, GC pauses, or slow processing)"
+		label = "session timeouts"
 	case w.joins >= len(w.rebalances):
 		cause = "members joining repeatedly (restarts, or max.poll.interval.ms exceeded)"
+		label = "members joining repeatedly"
 	}
 	d.log.Warn("rebalance storm", "group", group, "rebalances", len(w.rebalances), "window", d.cfg.StormWindow,
 		"session_timeouts", w.expiries, "joins", w.joins, "likely_cause", cause)
 	if d.cfg.Metrics != nil {
-		label := "membership changes"
-		switch {
-		case strings.HasPrefix(cause, "session"):
-			label = "session timeouts"
-		case strings.HasPrefix(cause, "members joining"):
-			label = "members joining repeatedly"
-		}
 		d.cfg.Metrics.RebalanceStorm(group, label)
 	}
 	w.expiries, w.joins = 0, 0
