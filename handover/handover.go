@@ -236,9 +236,15 @@ func sharedLists(req *abi.Request, newest int32) map[int32][]int32 {
 	if req.TopicLists == nil {
 		return nil
 	}
-	via := make(map[int32]int32) // topic -> the list that claims it, or plainClaim
-	const plainClaim = int32(1)  // list references are negative
+	// via[t] is the list that claims topic t, plainClaim, or 0 when
+	// nothing does yet (list references are negative).
+	via := make([]int32, len(req.Topics))
+	const plainClaim = int32(1)
 	clash := make(map[int32]bool)
+	// walked holds the lists already walked: walking one again changes
+	// nothing, since any claim on its topics made in between was checked
+	// against it then. Members of a large group share one or two lists.
+	walked := make(map[int32]bool)
 	for i := range req.Members {
 		m := &req.Members[i]
 		if m.OwnedGeneration != newest {
@@ -248,12 +254,18 @@ func sharedLists(req *abi.Request, newest int32) map[int32][]int32 {
 			tp := &m.Owned[k]
 			topics, by := []int32{tp.Topic}, plainClaim
 			if tp.Topic < 0 {
+				if walked[tp.Topic] {
+					continue
+				}
+				walked[tp.Topic] = true
 				topics, by = listOf(req.TopicLists, tp.Topic), tp.Topic
 			}
 			for _, t := range topics {
-				prev, seen := via[t]
-				switch {
-				case !seen:
+				if t < 0 || int(t) >= len(via) {
+					continue // not a topic of the request: it holds nothing
+				}
+				switch prev := via[t]; {
+				case prev == 0:
 					via[t] = by
 				case prev != by || by == plainClaim:
 					if prev < 0 {
@@ -267,8 +279,8 @@ func sharedLists(req *abi.Request, newest int32) map[int32][]int32 {
 		}
 	}
 	out := make(map[int32][]int32)
-	for _, by := range via {
-		if by < 0 && !clash[by] {
+	for by := range walked {
+		if !clash[by] {
 			out[by] = nil
 		}
 	}
