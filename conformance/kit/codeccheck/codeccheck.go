@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,9 +96,15 @@ type vector struct {
 
 func vectors(t *testing.T) []vector {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(testutil.Root(t), "testdata/abi/*.json"))
+	return vectorsIn(t, "testdata/abi")
+}
+
+// vectorsIn reads the vectors of dir, relative to the repository root.
+func vectorsIn(t *testing.T, dir string) []vector {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(testutil.Root(t), dir, "*.json"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden vectors in testdata/abi: %v", err)
+		t.Fatalf("no golden vectors in %s: %v", dir, err)
 	}
 	var vs []vector
 	for _, f := range files {
@@ -163,8 +170,32 @@ func Golden(t *testing.T, sdk string, check Checker) {
 	}
 }
 
-// goDecode says whether the Go codec, the reference, accepts b.
-func goDecode(kind byte, b []byte) error {
+// goDecode says whether the Go codec, the reference, accepts b, for an SDK
+// that implements the grouped layout when grouped is true.
+func goDecode(kind byte, b []byte, grouped bool) error {
+	if grouped {
+		return goDecodeAll(kind, b)
+	}
+	return goDecodePlain(kind, b)
+}
+
+// goDecodeAll is the Go codec's own verdict on b.
+func goDecodeAll(kind byte, b []byte) error {
+	var err error
+	switch kind {
+	case 'q':
+		_, err = abi.DecodeRequest(b)
+	case 'r':
+		_, err = abi.DecodeResponse(b)
+	case 'd':
+		_, err = abi.DecodeDescription(b)
+	}
+	return err
+}
+
+// goDecodePlain is the Go codec's verdict on b for an SDK without the
+// grouped layout.
+func goDecodePlain(kind byte, b []byte) error {
 	var err error
 	grouped := false
 	switch kind {
@@ -290,38 +321,133 @@ func randomRequest(rng *rand.Rand) *abi.Request {
 // valid vectors, the Go codec's fuzz seeds and random requests. The SDK must
 // accept exactly what the Go decoder accepts and re-encode what it accepts
 // byte for byte; that it never reads out of bounds is the Checker's part.
+// It is for an SDK without the grouped layout (sdk/ABI.md section 7), which
+// must refuse every buffer only that layout accepts.
 func Differential(t *testing.T, sdk string, check Checker) {
+	t.Helper()
+	differential(t, sdk, check, false)
+}
+
+// DifferentialGrouped is Differential for an SDK that implements the
+// grouped layout: the corpus adds the vectors of testdata/abi/grouped with
+// their truncations and byte changes, and random grouped requests and
+// responses, and the SDK must give the Go codec's verdict on every buffer,
+// grouped or not. A grouped error response may be re-encoded in either
+// layout by the ABI; the Checker re-encodes it in the layout it came in.
+func DifferentialGrouped(t *testing.T, sdk string, check Checker) {
+	t.Helper()
+	differential(t, sdk, check, true)
+}
+
+// mutations returns v's bytes, every truncation and many byte changes.
+func mutations(rng *rand.Rand, v vector) []Record {
+	k := kindByte[v.kind]
+	recs := []Record{{k, v.bin}}
+	for n := 0; n < len(v.bin); n++ {
+		recs = append(recs, Record{k, v.bin[:n]})
+	}
+	for i := range v.bin {
+		for _, d := range []byte{1, 0x80, 0xff} {
+			b := bytes.Clone(v.bin)
+			b[i] ^= d
+			recs = append(recs, Record{k, b})
+		}
+		b := bytes.Clone(v.bin)
+		b[i] = byte(rng.IntN(256))
+		recs = append(recs, Record{k, b})
+	}
+	return recs
+}
+
+// randomGroupedRequest is a random request in the grouped layout: the
+// plain one grouped, plus entries over its lists and, sometimes, an extra
+// list no member names.
+func randomGroupedRequest(rng *rand.Rand) *abi.Request {
+	r := randomRequest(rng).Grouped()
+	lists := r.TopicLists
+	if len(r.Topics) > 0 && rng.IntN(3) == 0 {
+		lists = append(lists, []int32{int32(rng.IntN(len(r.Topics)))})
+	}
+	r.TopicLists = lists
+	for i := range r.Members {
+		m := &r.Members[i]
+		if len(lists) > 0 && rng.IntN(2) == 0 {
+			m.Owned = append(slices.Clone(m.Owned), abi.TopicPartitions{Topic: abi.ListRef(rng.IntN(len(lists))), Partitions: []int32{rng.Int32N(4)}})
+		}
+		if len(lists) > 0 && rng.IntN(2) == 0 {
+			m.Previous = append(slices.Clone(m.Previous), abi.TopicPartitions{Topic: abi.ListRef(rng.IntN(len(lists)))})
+		}
+	}
+	return r
+}
+
+// randomGroupedResponse is a random ok response in the grouped layout, or
+// now and then an error response in it.
+func randomGroupedResponse(rng *rand.Rand) *abi.Response {
+	if rng.IntN(10) == 0 {
+		return &abi.Response{TopicLists: [][]int32{}, Error: fmt.Sprintf("error %d", rng.IntN(100))}
+	}
+	r := &abi.Response{TopicLists: [][]int32{}}
+	for range rng.IntN(4) {
+		var l []int32
+		for t := range 6 {
+			if rng.IntN(2) == 0 {
+				l = append(l, int32(t))
+			}
+		}
+		if len(l) == 0 {
+			l = []int32{int32(rng.IntN(6))}
+		}
+		r.TopicLists = append(r.TopicLists, l)
+	}
+	for m := range rng.IntN(4) {
+		ma := abi.MemberAssignment{Member: int32(m)}
+		for range rng.IntN(4) {
+			tp := abi.TopicPartitions{Topic: rng.Int32N(6), Partitions: []int32{rng.Int32N(5)}}
+			if len(r.TopicLists) > 0 && rng.IntN(2) == 0 {
+				tp.Topic = abi.ListRef(rng.IntN(len(r.TopicLists)))
+			}
+			ma.Partitions = append(ma.Partitions, tp)
+		}
+		if rng.IntN(3) == 0 {
+			ma.UserData = []byte{byte(m)}
+		}
+		r.Members = append(r.Members, ma)
+	}
+	return r
+}
+
+func differential(t *testing.T, sdk string, check Checker, grouped bool) {
 	t.Helper()
 	var recs []Record
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, v := range vectors(t) {
-		k := kindByte[v.kind]
-		recs = append(recs, Record{k, v.bin})
-		for n := 0; n < len(v.bin); n++ {
-			recs = append(recs, Record{k, v.bin[:n]})
-		}
-		for i := range v.bin {
-			for _, d := range []byte{1, 0x80, 0xff} {
-				b := bytes.Clone(v.bin)
-				b[i] ^= d
-				recs = append(recs, Record{k, b})
-			}
-			b := bytes.Clone(v.bin)
-			b[i] = byte(rng.IntN(256))
-			recs = append(recs, Record{k, b})
-		}
+		recs = append(recs, mutations(rng, v)...)
 	}
 	recs = append(recs, fuzzSeeds(t)...)
 	for range 300 {
 		recs = append(recs, Record{'q', abi.AppendRequest(nil, randomRequest(rng))})
 	}
+	plain := len(recs)
+	if grouped {
+		// Its own generator, so that the plain corpus above stays the
+		// same buffers whichever SDK runs.
+		grng := rand.New(rand.NewPCG(3, 4))
+		for _, v := range vectorsIn(t, "testdata/abi/grouped") {
+			recs = append(recs, mutations(grng, v)...)
+		}
+		for range 300 {
+			recs = append(recs, Record{'q', abi.AppendRequest(nil, randomGroupedRequest(grng))})
+			recs = append(recs, Record{'r', abi.AppendResponse(nil, randomGroupedResponse(grng))})
+		}
+	}
 	res := check(t, recs)
-	accepted, failed := 0, 0
+	accepted, failed, groupedOK := 0, 0, 0
 	for i, r := range recs {
 		if failed == 20 {
 			t.Fatalf("stopping after %d disagreements", failed)
 		}
-		goErr := goDecode(r.Kind, r.B)
+		goErr := goDecode(r.Kind, r.B, grouped)
 		switch got := res[i].Verdict; {
 		case got == "mismatch":
 			t.Errorf("record %d (%c, %x): decoded but re-encoded to different bytes", i, r.Kind, r.B)
@@ -334,10 +460,16 @@ func Differential(t *testing.T, sdk string, check Checker) {
 			failed++
 		case got == "ok":
 			accepted++
+			if i >= plain {
+				groupedOK++
+			}
 		}
 	}
 	if accepted == 0 || accepted == len(recs) {
 		t.Fatalf("%d of %d buffers accepted: the mix must hold both valid and invalid ones", accepted, len(recs))
 	}
-	t.Logf("%d buffers, %d accepted by both codecs", len(recs), accepted)
+	if grouped && (groupedOK == 0 || groupedOK == len(recs)-plain) {
+		t.Fatalf("%d of %d grouped-corpus buffers accepted: the mix must hold both valid and invalid ones", groupedOK, len(recs)-plain)
+	}
+	t.Logf("%d buffers (%d of the grouped corpus), %d accepted by both codecs (%d grouped-corpus)", len(recs), len(recs)-plain, accepted, groupedOK)
 }

@@ -245,7 +245,7 @@ pub fn assign(req: &Request) -> Result<Response, String> {
         for (i, mut g) in got.into_iter().enumerate() {
             if !g.is_empty() {
                 g.sort_unstable();
-                out[subs[i]].push(TopicPartitions { topic: t as u32, partitions: g });
+                out[subs[i]].push(TopicPartitions { topic: t as u32, partitions: g, list: false });
             }
         }
     }
@@ -255,6 +255,7 @@ pub fn assign(req: &Request) -> Result<Response, String> {
             .enumerate()
             .map(|(m, partitions)| MemberAssignment { member: m as u32, partitions, user_data: Vec::new() })
             .collect(),
+        topic_lists: None,
     })
 }
 
@@ -266,6 +267,7 @@ wasmassign::plugin! {
         modes: Modes::BOTH,
         may_leave_unassigned: false,
         description: "partitions in proportion to member weights (config weights, or user data weight=N), sticky",
+        grouped: false,
         assign,
     },
 }

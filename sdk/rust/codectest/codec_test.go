@@ -1,7 +1,8 @@
 // Package codectest holds the Rust SDK's codec (sdk/rust/src/codec.rs) to
 // the Go codec, the reference, on the mutated, hostile and random buffers
-// of conformance/kit/codeccheck: it builds examples/codec_check natively
-// with Debian's cargo and compares verdicts. The SDK's own tests
+// of conformance/kit/codeccheck, grouped layout (sdk/ABI.md section 7)
+// included: it builds examples/codec_check natively with Debian's cargo and
+// compares verdicts. The SDK's own tests
 // (tests/golden.rs) check the golden vectors' values. It has no Go code of
 // its own and must never be imported.
 package codectest
@@ -43,6 +44,6 @@ func buildChecker(t *testing.T) string {
 	return filepath.Join(target, "debug", "examples", "codec_check")
 }
 
-func TestCodec_AgreesWithGoCodecOnHostileAndRandomBuffers(t *testing.T) {
-	codeccheck.Differential(t, "Rust", codeccheck.Process(buildChecker(t)))
+func TestCodec_AgreesWithGoCodecOnHostileAndRandomBuffersInBothLayouts(t *testing.T) {
+	codeccheck.DifferentialGrouped(t, "Rust", codeccheck.Process(buildChecker(t)))
 }

@@ -9,8 +9,16 @@
 //!   ok               decoded, and re-encoding gave back exactly the input
 //!   reject <reason>  the decoder rejected the buffer
 //!   mismatch         decoded, but re-encoding gave different bytes
+//!
+//! Buffers in the grouped layout (sdk/ABI.md section 7) are checked like the
+//! others. An error response decodes to `Err` whatever its layout and the
+//! encoder writes errors plain, which the ABI allows; so an error response
+//! that came grouped is compared with its version word put back.
 
 use std::io::{self, BufWriter, Read, Write};
+
+/// The version word of the grouped layout, little-endian.
+const GROUPED_WORD: [u8; 4] = (wasmassign::VERSION | wasmassign::GROUPED_LAYOUT).to_le_bytes();
 
 fn main() {
     let mut input = Vec::new();
@@ -29,7 +37,12 @@ fn main() {
         let mut again = Vec::new();
         let verdict = match kind {
             b'q' => wasmassign::decode_request(b).map(|r| wasmassign::encode_request(&r, &mut again)),
-            b'r' => wasmassign::decode_response(b).map(|r| wasmassign::encode_response(&r, &mut again)),
+            b'r' => wasmassign::decode_response(b).map(|r| {
+                wasmassign::encode_response(&r, &mut again);
+                if r.is_err() && b[..4] == GROUPED_WORD {
+                    again[..4].copy_from_slice(&GROUPED_WORD);
+                }
+            }),
             b'd' => wasmassign::decode_description(b).map(|d| wasmassign::encode_description(&d, &mut again)),
             other => panic!("unknown record kind {}", other),
         };

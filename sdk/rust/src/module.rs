@@ -30,6 +30,12 @@ pub struct Assignor {
     pub may_leave_unassigned: bool,
     /// One line for operators.
     pub description: &'static str,
+    /// True when it accepts grouped requests (sdk/ABI.md section 7): its
+    /// function then reads [`Request::topic_lists`],
+    /// [`Member::subscription`] and owned or previous entries with
+    /// [`TopicPartitions::list`]. Leave it false unless the assignor handles
+    /// those; [`Member::topics`] is filled either way.
+    pub grouped: bool,
     /// The assignment function.
     pub assign: AssignFn,
 }
@@ -44,6 +50,7 @@ impl Assignor {
             modes: self.modes,
             may_leave_unassigned: self.may_leave_unassigned,
             description: self.description.to_owned(),
+            grouped: self.grouped,
         }
     }
 }
@@ -216,6 +223,7 @@ pub fn pack(b: &[u8]) -> i64 {
 ///         modes: wasmassign::Modes::BOTH,
 ///         may_leave_unassigned: false,
 ///         description: "what it does, in one line",
+///         grouped: false,
 ///         assign,
 ///     },
 /// }

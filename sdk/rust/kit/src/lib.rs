@@ -17,7 +17,7 @@ pub fn roundrobin(req: &Request) -> Result<Response, String> {
         .map(|m| MemberAssignment { member: m, partitions: Vec::new(), user_data: Vec::new() })
         .collect();
     if n == 0 {
-        return Ok(Response { assignments });
+        return Ok(Response { assignments, topic_lists: None });
     }
     let order = member_order(req);
     let mut topics: Vec<u32> = (0..req.topics.len() as u32)
@@ -45,11 +45,11 @@ pub fn roundrobin(req: &Request) -> Result<Response, String> {
         pos = (subs[(first + pc - 1) % s] + 1) % n;
         for (j, parts) in lists.into_iter().enumerate() {
             if !parts.is_empty() {
-                assignments[order[subs[j]] as usize].partitions.push(TopicPartitions { topic: t, partitions: parts });
+                assignments[order[subs[j]] as usize].partitions.push(TopicPartitions { topic: t, partitions: parts, list: false });
             }
         }
     }
-    Ok(Response { assignments })
+    Ok(Response { assignments, topic_lists: None })
 }
 
 /// Kafka's member order: static members by instance id, then dynamic members
@@ -124,6 +124,7 @@ const fn kit(name: &'static str, description: &'static str, assign: wasmassign::
         modes: Modes::BOTH,
         may_leave_unassigned: false,
         description,
+        grouped: false,
         assign,
     }
 }

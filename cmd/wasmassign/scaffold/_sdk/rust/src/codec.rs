@@ -1,4 +1,5 @@
-//! The binary codec of ABI version 1 (sdk/ABI.md section 2 to 5).
+//! The binary codec of ABI version 1 (sdk/ABI.md section 2 to 5), with the
+//! grouped layout of section 7.
 //!
 //! Decoders reject, with a [`DecodeError`], any buffer that ends early, has
 //! bytes left over, carries a count its remaining bytes cannot hold, an
@@ -16,6 +17,10 @@ const TOPIC_EXISTS: u8 = 1;
 const TOPIC_PLACEMENT: u8 = 2;
 const MEMBER_COOPERATIVE: u8 = 1;
 const ASSIGNOR_MAY_LEAVE: u8 = 1;
+const ASSIGNOR_GROUPED: u8 = 2;
+/// The bit of a request's or response's version word that marks the grouped
+/// layout (sdk/ABI.md section 7).
+pub const GROUPED_LAYOUT: u32 = 1 << 16;
 const STATUS_OK: u8 = 0;
 const STATUS_ERROR: u8 = 1;
 
@@ -113,21 +118,74 @@ impl<'a> Reader<'a> {
         Ok(get_i32_values(s))
     }
 
-    /// Reads a `tps` list; `topics` bounds the topic indices when known.
-    fn tps(&mut self, field: &str, topics: Option<usize>) -> Res<Vec<TopicPartitions>> {
+    /// Reads a `tps` list. `topics` bounds the topic indices when known;
+    /// `lists` is the size of the topic-list table that negative topics
+    /// refer to (zero in the plain layout, where a negative topic is just a
+    /// large index).
+    fn tps(&mut self, field: &str, topics: Option<u64>, lists: usize) -> Res<Vec<TopicPartitions>> {
         let n = self.count(field, 8)?;
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
-            let t = self.u32(field)?;
-            if let Some(nt) = topics {
-                if t as usize >= nt {
+            // The entry header is read in one bounds check: large groups
+            // send a million one-partition entries.
+            let h = self.take(8, field)?;
+            let t = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
+            let c = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+            let mut tp = TopicPartitions { topic: t, partitions: Vec::new(), list: false };
+            if (t as i32) < 0 && ((!t) as usize) < lists {
+                tp.topic = !t;
+                tp.list = true;
+            } else if (t as i32) < 0 && lists > 0 {
+                self.off -= 8;
+                return self.fail(format!("{} refers to topic list {} of {}", field, !t, lists));
+            } else if let Some(nt) = topics {
+                if t as u64 >= nt {
+                    self.off -= 8;
                     return self.fail(format!("{} refers to topic index {} of {}", field, t, nt));
                 }
             }
-            let partitions = self.i32s(field)?;
-            out.push(TopicPartitions { topic: t, partitions });
+            if (c as u64) * 4 > self.remaining() as u64 {
+                self.off -= 4;
+                return self.fail(format!("{} count {} exceeds the remaining {} bytes", field, c, self.remaining()));
+            }
+            if c > 0 {
+                let s = self.take(4 * c as usize, field)?;
+                tp.partitions = get_i32_values(s);
+            }
+            out.push(tp);
         }
         Ok(out)
+    }
+
+    /// Reads a topic-list table (sdk/ABI.md section 7): lists that are not
+    /// empty, of topic indices strictly ascending and below `topics` when
+    /// known (a response's table is checked against its request by the
+    /// host).
+    fn topic_lists(&mut self, topics: Option<usize>) -> Res<Vec<Vec<u32>>> {
+        let n = self.count("topic lists", 8)?;
+        let mut lists = Vec::with_capacity(n);
+        for i in 0..n {
+            let c = self.count("topic list", 4)?;
+            let l = get_u32_values(self.take(4 * c, "topic list")?);
+            if l.is_empty() {
+                return self.fail(format!("topic list {} is empty", i));
+            }
+            let (first, last) = (l[0] as i32, l[l.len() - 1] as i32);
+            if first < 0 || topics.map_or(false, |nt| last as i64 >= nt as i64) {
+                let nt = topics.map_or(-1, |nt| nt as i64);
+                return self.fail(format!("topic list {} refers to topic index {} or {} of {}", i, first, last, nt));
+            }
+            // Compared as i32, as on the wire: a response's list may not
+            // end in a negative value either.
+            if let Some(w) = l.windows(2).find(|w| (w[1] as i32) <= (w[0] as i32)) {
+                return self.fail(format!(
+                    "topic list {}: topic indices are not strictly ascending ({} after {})",
+                    i, w[1] as i32, w[0] as i32
+                ));
+            }
+            lists.push(l);
+        }
+        Ok(lists)
     }
 
     fn version(&mut self) -> Res<()> {
@@ -138,6 +196,21 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// Reads the version word of a request or response, which may also say
+    /// the grouped layout, and reports whether it does.
+    fn layout(&mut self) -> Res<bool> {
+        let v = self.u32("version")?;
+        if v != VERSION && v != VERSION | GROUPED_LAYOUT {
+            return self.fail(format!(
+                "version {}, want {} (or {} for the grouped layout)",
+                v,
+                VERSION,
+                VERSION | GROUPED_LAYOUT
+            ));
+        }
+        Ok(v == VERSION | GROUPED_LAYOUT)
+    }
+
     fn end(&self) -> Res<()> {
         if self.off != self.b.len() {
             return self.fail(format!("{} trailing bytes", self.remaining()));
@@ -146,11 +219,13 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Decodes a request (section 3), checking every index against the table it
-/// points into.
+/// Decodes a request (section 3, or section 7's grouped layout), checking
+/// every index against the table it points into. A grouped request fills
+/// [`Request::topic_lists`], and each member's [`Member::topics`] with a copy
+/// of the list its [`Member::subscription`] names.
 pub fn decode_request(b: &[u8]) -> Result<Request, DecodeError> {
     let mut r = Reader { b, off: 0, what: "request" };
-    r.version()?;
+    let grouped = r.layout()?;
     let mut req = Request::default();
     req.group_id = r.str("group id")?;
     req.generation = r.i32("generation")?;
@@ -242,6 +317,12 @@ pub fn decode_request(b: &[u8]) -> Result<Request, DecodeError> {
             return r.fail(format!("topic {:?} appears twice in the topic table", dup));
         }
     }
+    let mut lists = 0;
+    if grouped {
+        let l = r.topic_lists(Some(n_topics))?;
+        lists = l.len();
+        req.topic_lists = Some(l);
+    }
 
     let n = r.count("members", 41)?;
     req.members.reserve(n);
@@ -257,39 +338,51 @@ pub fn decode_request(b: &[u8]) -> Result<Request, DecodeError> {
             return r.fail(format!("member {:?} has unknown flags {:#x}", m.member_id, flags));
         }
         m.cooperative = flags & MEMBER_COOPERATIVE != 0;
-        let nsub = r.count("subscribed topics", 4)?;
-        let s = r.take(4 * nsub, "subscribed topics")?;
-        m.topics.reserve(nsub);
-        for c in s.chunks_exact(4) {
-            let t = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-            if t as usize >= n_topics {
-                return r.fail(format!("member {:?} subscribes to topic index {} of {}", m.member_id, t, n_topics));
+        if let Some(tl) = &req.topic_lists {
+            // One reference into the table, whose lists were checked once.
+            let k = r.i32("subscription")?;
+            if k != -1 {
+                if k < 0 || k as usize >= tl.len() {
+                    r.off -= 4;
+                    return r.fail(format!("member {:?} subscribes to topic list {} of {}", m.member_id, k, tl.len()));
+                }
+                m.topics = copy_u32s(&tl[k as usize]);
+                m.subscription = Some(k as u32);
             }
-            if let Some(&prev) = m.topics.last() {
-                if t <= prev {
-                    return r.fail(format!(
-                        "member {:?}: subscribed topic indices are not strictly ascending ({} after {})",
-                        m.member_id, t, prev
-                    ));
+        } else {
+            let nsub = r.count("subscribed topics", 4)?;
+            let s = r.take(4 * nsub, "subscribed topics")?;
+            // One bulk copy, then the checks: strictly ascending with the
+            // last one in range puts every index in range.
+            m.topics = get_u32_values(s);
+            if let Some(w) = m.topics.windows(2).find(|w| w[1] <= w[0]) {
+                return r.fail(format!(
+                    "member {:?}: subscribed topic indices are not strictly ascending ({} after {})",
+                    m.member_id, w[1], w[0]
+                ));
+            }
+            if let Some(&t) = m.topics.last() {
+                if t as usize >= n_topics {
+                    return r.fail(format!("member {:?} subscribes to topic index {} of {}", m.member_id, t, n_topics));
                 }
             }
-            m.topics.push(t);
         }
         m.owned_generation = r.i32("owned generation")?;
-        m.owned = r.tps("owned partitions", Some(n_topics))?;
+        m.owned = r.tps("owned partitions", Some(n_topics as u64), lists)?;
         m.user_data = r.bytes("user data")?.to_vec();
-        m.previous = r.tps("previous assignment", Some(n_topics))?;
+        m.previous = r.tps("previous assignment", Some(n_topics as u64), lists)?;
         req.members.push(m);
     }
     r.end()?;
     Ok(req)
 }
 
-/// Decodes a response (section 5). It checks the layout only; whether the
-/// assignment fits its request is the host's validation.
+/// Decodes a response (section 5, or section 7's grouped layout). It checks
+/// the layout only; whether the assignment fits its request is the host's
+/// validation. An error response decodes to `Err` in either layout.
 pub fn decode_response(b: &[u8]) -> Result<Reply, DecodeError> {
     let mut r = Reader { b, off: 0, what: "response" };
-    r.version()?;
+    let grouped = r.layout()?;
     let reply = match r.u8("status")? {
         STATUS_ERROR => {
             let msg = r.str("error message")?;
@@ -299,15 +392,20 @@ pub fn decode_response(b: &[u8]) -> Result<Reply, DecodeError> {
             Err(msg)
         }
         STATUS_OK => {
+            // The topic table is unknown here: any index passes and the host
+            // checks it. In the grouped layout the sign bit marks list
+            // references, checked against the response's own table.
+            let (topic_lists, topics) = if grouped { (Some(r.topic_lists(None)?), Some(1u64 << 31)) } else { (None, None) };
+            let lists = topic_lists.as_ref().map_or(0, |l| l.len());
             let n = r.count("members", 12)?;
             let mut assignments = Vec::with_capacity(n);
             for _ in 0..n {
                 let member = r.u32("member index")?;
-                let partitions = r.tps("assigned partitions", None)?;
+                let partitions = r.tps("assigned partitions", topics, lists)?;
                 let user_data = r.bytes("user data")?.to_vec();
                 assignments.push(MemberAssignment { member, partitions, user_data });
             }
-            Ok(Response { assignments })
+            Ok(Response { assignments, topic_lists })
         }
         s => return r.fail(format!("status {}", s)),
     };
@@ -331,7 +429,7 @@ pub fn decode_description(b: &[u8]) -> Result<Description, DecodeError> {
         }
         let modes = r.u8("modes")?;
         let flags = r.u8("assignor flags")?;
-        if modes & !3 != 0 || flags & !ASSIGNOR_MAY_LEAVE != 0 {
+        if modes & !3 != 0 || flags & !(ASSIGNOR_MAY_LEAVE | ASSIGNOR_GROUPED) != 0 {
             return r.fail(format!("assignor {:?} has unknown mode or flag bits", name));
         }
         let description = r.str("assignor description")?;
@@ -342,6 +440,7 @@ pub fn decode_description(b: &[u8]) -> Result<Description, DecodeError> {
             modes: Modes(modes),
             may_leave_unassigned: flags & ASSIGNOR_MAY_LEAVE != 0,
             description,
+            grouped: flags & ASSIGNOR_GROUPED != 0,
         });
     }
     r.end()?;
@@ -378,6 +477,59 @@ fn put_i32_values(out: &mut Vec<u8>, v: &[i32]) {
     }
 }
 
+/// Copies `n` bytes from `src` to `dst`, 32 at a time. In a wasm guest
+/// without bulk memory (rustc 1.63's wasm32 std) `memcpy` is a loop of
+/// small steps, and the host's deadline check costs an exit per loop
+/// iteration; a million-value copy (2,000 members' copies of a 500-topic
+/// subscription) then costs more than the rest of the decoding.
+///
+/// # Safety
+/// `src` readable and `dst` writable for `n` bytes, not overlapping.
+#[inline]
+unsafe fn copy_bytes(dst: *mut u8, src: *const u8, n: usize) {
+    let mut i = 0;
+    while i + 32 <= n {
+        let w = std::ptr::read_unaligned(src.add(i) as *const [u64; 4]);
+        std::ptr::write_unaligned(dst.add(i) as *mut [u64; 4], w);
+        i += 32;
+    }
+    while i + 4 <= n {
+        let w = std::ptr::read_unaligned(src.add(i) as *const u32);
+        std::ptr::write_unaligned(dst.add(i) as *mut u32, w);
+        i += 4;
+    }
+    while i < n {
+        *dst.add(i) = *src.add(i);
+        i += 1;
+    }
+}
+
+/// Returns a copy of `v` made with [`copy_bytes`].
+fn copy_u32s(v: &[u32]) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::with_capacity(v.len());
+    // SAFETY: out has capacity for v.len() values, which the copy fills.
+    unsafe {
+        copy_bytes(out.as_mut_ptr() as *mut u8, v.as_ptr() as *const u8, 4 * v.len());
+        out.set_len(v.len());
+    }
+    out
+}
+
+/// Reads little-endian u32 values from `b` (a multiple of 4 bytes long).
+fn get_u32_values(b: &[u8]) -> Vec<u32> {
+    let n = b.len() / 4;
+    let mut v: Vec<u32> = Vec::with_capacity(n);
+    #[cfg(target_endian = "little")]
+    // SAFETY: as in get_i32_values.
+    unsafe {
+        copy_bytes(v.as_mut_ptr() as *mut u8, b.as_ptr(), 4 * n);
+        v.set_len(n);
+    }
+    #[cfg(not(target_endian = "little"))]
+    v.extend(b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+    v
+}
+
 /// Reads little-endian i32 values from `b` (a multiple of 4 bytes long).
 fn get_i32_values(b: &[u8]) -> Vec<i32> {
     let n = b.len() / 4;
@@ -386,7 +538,7 @@ fn get_i32_values(b: &[u8]) -> Vec<i32> {
     // SAFETY: v has capacity for n values, which the 4*n bytes of b fill
     // completely; every bit pattern is a valid i32.
     unsafe {
-        std::ptr::copy_nonoverlapping(b.as_ptr(), v.as_mut_ptr() as *mut u8, 4 * n);
+        copy_bytes(v.as_mut_ptr() as *mut u8, b.as_ptr(), 4 * n);
         v.set_len(n);
     }
     #[cfg(not(target_endian = "little"))]
@@ -394,19 +546,83 @@ fn get_i32_values(b: &[u8]) -> Vec<i32> {
     v
 }
 
+fn put_u32s(out: &mut Vec<u8>, v: &[u32]) {
+    put_u32(out, v.len() as u32);
+    #[cfg(target_endian = "little")]
+    {
+        // SAFETY: as in put_i32_values.
+        let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, 4 * v.len()) };
+        out.extend_from_slice(bytes);
+    }
+    #[cfg(not(target_endian = "little"))]
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+/// Writes a `tps` list; an entry with `list` set goes out as the negative
+/// reference `-1 - topic` (section 7), valid only in the grouped layout.
 fn put_tps(out: &mut Vec<u8>, tps: &[TopicPartitions]) {
     put_u32(out, tps.len() as u32);
     for tp in tps {
-        put_u32(out, tp.topic);
+        put_u32(out, if tp.list { !tp.topic } else { tp.topic });
         put_i32s(out, &tp.partitions);
     }
+}
+
+fn put_topic_lists(out: &mut Vec<u8>, lists: &[Vec<u32>], extra: &[&[u32]]) {
+    put_u32(out, (lists.len() + extra.len()) as u32);
+    for l in lists {
+        put_u32s(out, l);
+    }
+    for l in extra {
+        put_u32s(out, l);
+    }
+}
+
+/// Finds each member's subscription in the topic-list table of a grouped
+/// request: [`Member::subscription`] when set, else the first list with the
+/// same topics. Subscriptions in no list are returned in `extra`, in member
+/// order without repeats, to be written after the table (section 7's
+/// canonical form); `refs` holds each member's list index, -1 for none.
+fn subscription_refs<'a>(r: &'a Request, lists: &'a [Vec<u32>]) -> (Vec<&'a [u32]>, Vec<i32>) {
+    let mut extra: Vec<&[u32]> = Vec::new();
+    let mut refs = Vec::with_capacity(r.members.len());
+    for m in &r.members {
+        if let Some(k) = m.subscription {
+            refs.push(k as i32);
+            continue;
+        }
+        if m.topics.is_empty() {
+            refs.push(-1);
+            continue;
+        }
+        let ts = m.topics.as_slice();
+        let k = match lists.iter().position(|l| l.as_slice() == ts) {
+            Some(k) => k,
+            None => match extra.iter().position(|l| *l == ts) {
+                Some(k) => lists.len() + k,
+                None => {
+                    extra.push(ts);
+                    lists.len() + extra.len() - 1
+                }
+            },
+        };
+        refs.push(k as i32);
+    }
+    (extra, refs)
 }
 
 /// Appends the encoding of `r` to `out`. Config entries are written in
 /// ascending key order whatever their order in `r`, so equal requests give
 /// equal bytes. A topic's placement must have `partition_count` entries.
+///
+/// The request is written in the grouped layout exactly when
+/// `r.topic_lists` is `Some`. A member's subscription is then
+/// [`Member::subscription`] when set, else the first list equal to its
+/// `topics`, else a list appended after the table.
 pub fn encode_request(r: &Request, out: &mut Vec<u8>) {
-    put_u32(out, VERSION);
+    put_u32(out, if r.topic_lists.is_some() { VERSION | GROUPED_LAYOUT } else { VERSION });
     put_bytes(out, r.group_id.as_bytes());
     put_u32(out, r.generation as u32);
     put_bytes(out, r.protocol.as_bytes());
@@ -459,17 +675,25 @@ pub fn encode_request(r: &Request, out: &mut Vec<u8>) {
         }
     }
 
+    let mut refs = Vec::new();
+    if let Some(lists) = &r.topic_lists {
+        let (extra, rs) = subscription_refs(r, lists);
+        put_topic_lists(out, lists, &extra);
+        refs = rs;
+    }
+
     put_u32(out, r.members.len() as u32);
-    for m in &r.members {
+    for (i, m) in r.members.iter().enumerate() {
         put_bytes(out, m.member_id.as_bytes());
         put_bytes(out, m.instance_id.as_bytes());
         put_bytes(out, m.client_id.as_bytes());
         put_bytes(out, m.client_host.as_bytes());
         put_bytes(out, m.rack.as_bytes());
         out.push(if m.cooperative { MEMBER_COOPERATIVE } else { 0 });
-        put_u32(out, m.topics.len() as u32);
-        for &t in &m.topics {
-            put_u32(out, t);
+        if r.topic_lists.is_some() {
+            put_u32(out, refs[i] as u32);
+        } else {
+            put_u32s(out, &m.topics);
         }
         put_u32(out, m.owned_generation as u32);
         put_tps(out, &m.owned);
@@ -479,9 +703,13 @@ pub fn encode_request(r: &Request, out: &mut Vec<u8>) {
 }
 
 /// Appends the encoding of a reply to `out`. An `Err` with an empty message
-/// would not decode, so it is written as "assignor failed".
+/// would not decode, so it is written as "assignor failed". An `Ok` response
+/// is written in the grouped layout exactly when its `topic_lists` is
+/// `Some`; an `Err` is written in the plain layout, which the ABI allows
+/// for error responses in either case.
 pub fn encode_response(r: &Reply, out: &mut Vec<u8>) {
-    put_u32(out, VERSION);
+    let grouped = matches!(r, Ok(Response { topic_lists: Some(_), .. }));
+    put_u32(out, if grouped { VERSION | GROUPED_LAYOUT } else { VERSION });
     match r {
         Err(msg) => {
             out.push(STATUS_ERROR);
@@ -489,6 +717,9 @@ pub fn encode_response(r: &Reply, out: &mut Vec<u8>) {
         }
         Ok(resp) => {
             out.push(STATUS_OK);
+            if let Some(lists) = &resp.topic_lists {
+                put_topic_lists(out, lists, &[]);
+            }
             put_u32(out, resp.assignments.len() as u32);
             for a in &resp.assignments {
                 put_u32(out, a.member);
@@ -511,7 +742,14 @@ pub fn encode_description(d: &Description, out: &mut Vec<u8>) {
             put_bytes(out, p.as_bytes());
         }
         out.push(a.modes.0);
-        out.push(if a.may_leave_unassigned { ASSIGNOR_MAY_LEAVE } else { 0 });
+        let mut flags = 0;
+        if a.may_leave_unassigned {
+            flags |= ASSIGNOR_MAY_LEAVE;
+        }
+        if a.grouped {
+            flags |= ASSIGNOR_GROUPED;
+        }
+        out.push(flags);
         put_bytes(out, a.description.as_bytes());
     }
 }

@@ -7,7 +7,9 @@
 //! the codec in both directions ([`decode_request`], [`encode_response`],
 //! ...), one registration point ([`plugin!`]), error reporting (an assignor
 //! returns `Err(message)`), host logging ([`log`]) and the module's buffers,
-//! which are reused so memory stays flat across calls.
+//! which are reused so memory stays flat across calls. It speaks the grouped
+//! layout of section 7 too, for assignors that declare it
+//! ([`Assignor::grouped`]).
 //!
 //! A plugin is a `cdylib` crate built with
 //! `cargo build --release --target wasm32-unknown-unknown` and
@@ -21,7 +23,7 @@ pub mod module;
 
 pub use codec::{
     decode_description, decode_request, decode_response, encode_description, encode_request, encode_response,
-    DecodeError, VERSION,
+    DecodeError, GROUPED_LAYOUT, VERSION,
 };
 pub use model::*;
 pub use module::{dispatch, AssignFn, Assignor};

@@ -1,9 +1,13 @@
-//! The typed model of ABI version 1 (sdk/ABI.md sections 3 to 5).
+//! The typed model of ABI version 1 (sdk/ABI.md sections 3 to 5, and the
+//! grouped layout of section 7).
 //!
 //! Topics and members are referred to by index: a member's subscriptions and
 //! owned partitions name entries of [`Request::topics`], and a response names
-//! entries of [`Request::members`]. A decoded request has every index checked,
-//! so an assignor may index with them directly.
+//! entries of [`Request::members`]. In the grouped layout an entry may name a
+//! list of topics instead ([`TopicPartitions::list`]), an index into a
+//! topic-list table ([`Request::topic_lists`], [`Response::topic_lists`]). A
+//! decoded request has every index checked, so an assignor may index with
+//! them directly.
 
 /// How the members of a group hand partitions over (the request's
 /// `rebalance_protocol` byte).
@@ -52,6 +56,14 @@ pub struct Request {
     /// The members, in Kafka's order (static by instance id, then dynamic by
     /// member id).
     pub members: Vec<Member>,
+    /// The topic-list table of the grouped layout (sdk/ABI.md section 7):
+    /// `Some` exactly when the request came in that layout, even if the table
+    /// is empty. Each list is strictly ascending and not empty, and holds
+    /// indices into [`Request::topics`]. Members name their subscription by
+    /// an index into this table ([`Member::subscription`]), and owned and
+    /// previous entries may name a list ([`TopicPartitions::list`]). The host
+    /// sends it only to assignors that declare [`AssignorInfo::grouped`].
+    pub topic_lists: Option<Vec<Vec<u32>>>,
 }
 
 impl Request {
@@ -116,8 +128,17 @@ pub struct Member {
     pub rack: String,
     /// True when every protocol it offered is cooperative.
     pub cooperative: bool,
-    /// Subscribed topics as indices into [`Request::topics`], strictly ascending.
+    /// Subscribed topics as indices into [`Request::topics`], strictly
+    /// ascending. Filled in both layouts: in the grouped one it is a copy of
+    /// the list [`Member::subscription`] names.
     pub topics: Vec<u32>,
+    /// In the grouped layout, the index into [`Request::topic_lists`] of the
+    /// member's subscription; `None` when it subscribes to no topics, and
+    /// always `None` in the plain layout. The host writes each distinct
+    /// subscription once, so members with equal subscriptions share an
+    /// index and an assignor may group them by it (a hand-made table may
+    /// repeat a list, so equal topics do not imply equal indices).
+    pub subscription: Option<u32>,
     /// The generation of `owned`, -1 when the member did not report one.
     pub owned_generation: i32,
     /// What the member reports it owns.
@@ -135,13 +156,22 @@ impl Member {
     }
 }
 
-/// A set of partitions of one topic (one entry of a `tps` list).
+/// A set of partitions of one topic, or of each topic of a topic list (one
+/// entry of a `tps` list).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TopicPartitions {
-    /// Index into [`Request::topics`].
+    /// Index into [`Request::topics`] when `list` is false; index into a
+    /// topic-list table when `list` is true.
     pub topic: u32,
     /// Partition ids.
     pub partitions: Vec<i32>,
+    /// Grouped layout only: true when `topic` indexes a topic-list table
+    /// (the request's [`Request::topic_lists`] in owned and previous
+    /// entries, the response's [`Response::topic_lists`] in assignments) and
+    /// the entry stands for `partitions` of each topic of that list, in list
+    /// order. On the wire such a reference is the negative value
+    /// `-1 - topic`.
+    pub list: bool,
 }
 
 /// A successful answer: what each member receives. Members left out receive
@@ -150,6 +180,13 @@ pub struct TopicPartitions {
 pub struct Response {
     /// One entry per member that receives something.
     pub assignments: Vec<MemberAssignment>,
+    /// The response's own topic-list table (grouped layout): `Some` makes the
+    /// encoder write the grouped layout, so assignment entries with
+    /// [`TopicPartitions::list`] may name its lists. Each list must be
+    /// strictly ascending and not empty, with indices into
+    /// [`Request::topics`]. Set it only when the request had
+    /// [`Request::topic_lists`]; the host rejects it otherwise.
+    pub topic_lists: Option<Vec<Vec<u32>>>,
 }
 
 /// A response as it travels on the wire: an assignment, or an error message
@@ -161,7 +198,8 @@ pub type Reply = Result<Response, String>;
 pub struct MemberAssignment {
     /// Index into [`Request::members`].
     pub member: u32,
-    /// Its partitions; topic indices refer to [`Request::topics`].
+    /// Its partitions; topic indices refer to [`Request::topics`], or to
+    /// [`Response::topic_lists`] for entries with [`TopicPartitions::list`].
     pub partitions: Vec<TopicPartitions>,
     /// Sent to the member in its ConsumerProtocolAssignment.
     pub user_data: Vec<u8>,
@@ -204,4 +242,8 @@ pub struct AssignorInfo {
     pub may_leave_unassigned: bool,
     /// One line for operators.
     pub description: String,
+    /// True when it accepts requests in the grouped layout (sdk/ABI.md
+    /// section 7, description flag bit 1); the host sends grouped requests
+    /// only to assignors that set it.
+    pub grouped: bool,
 }
