@@ -66,7 +66,7 @@ func runMain(m *testing.M) int {
 
 // daemon is one `wasmassign serve` subprocess.
 type daemon struct {
-	t                *testing.T
+	t                testing.TB
 	cfgFile          string
 	bootstrap, admin string
 	cmd              *exec.Cmd
@@ -77,8 +77,8 @@ type daemon struct {
 
 // startDaemon writes configText to a file in dir and runs the binary on
 // it, returning once the daemon has announced its addresses. The test's
-// cleanup stops it.
-func startDaemon(t *testing.T, dir, configText string) *daemon {
+// (or benchmark's) cleanup stops it.
+func startDaemon(t testing.TB, dir, configText string) *daemon {
 	t.Helper()
 	cfgFile := filepath.Join(dir, "gateway.toml")
 	if err := os.WriteFile(cfgFile, []byte(configText), 0o644); err != nil {
@@ -87,7 +87,7 @@ func startDaemon(t *testing.T, dir, configText string) *daemon {
 	return startDaemonFile(t, cfgFile)
 }
 
-func startDaemonFile(t *testing.T, cfgFile string) *daemon {
+func startDaemonFile(t testing.TB, cfgFile string) *daemon {
 	t.Helper()
 	d := &daemon{t: t, cfgFile: cfgFile, log: &syncBuffer{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(env.binary, "serve", "--config", cfgFile)

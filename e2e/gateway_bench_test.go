@@ -1,18 +1,14 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,86 +70,15 @@ func startBenchEnv(b *testing.B) *benchEnv {
 // and short sessions allowed; all others pass through.
 func startBenchGateway(b *testing.B, upstream []string) *benchEnv {
 	b.Helper()
-	cfg := fmt.Sprintf(`
-[server]
-listen = "127.0.0.1:0"
-advertised_host = "127.0.0.1"
-broker_port_base = 0
-admin_listen = "127.0.0.1:0"
-
-[upstream]
-brokers = [%s]
-metadata_refresh = "1s"
-
-[log]
-level = "warn"
-
-[[groups]]
-match = "*-gateway-*"   # the gateway side's groups; the passthrough side's are only forwarded
-initial_rebalance_delay = "0s"
-min_session_timeout = "100ms"
-`, tomlStrings(upstream))
-	bootstrap, pid := startBenchDaemon(b, cfg)
-	return &benchEnv{seeds: [2][]string{upstream, {bootstrap}}, pid: pid}
-}
-
-// startBenchDaemon runs the binary under test on configText and returns its
-// bootstrap address and process id. It is startDaemon for a *testing.B.
-func startBenchDaemon(b *testing.B, configText string) (string, int) {
-	b.Helper()
-	dir := b.TempDir()
-	cfgFile := filepath.Join(dir, "gateway.toml")
-	if err := os.WriteFile(cfgFile, []byte(configText), 0o644); err != nil {
-		b.Fatal(err)
+	cfg := testutil.GatewayConfig{
+		Brokers: upstream,
+		// The gateway side's groups; the passthrough side's are only
+		// forwarded.
+		Groups: []testutil.GroupRule{{Match: "*-gateway-*"}},
+		Extra:  "[log]\nlevel = \"warn\"",
 	}
-	log := &syncBuffer{}
-	cmd := exec.Command(env.binary, "serve", "--config", cfgFile)
-	cmd.Stderr = log
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	b.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if b.Failed() {
-			b.Logf("daemon log:\n%s", tail(log.String(), 60))
-		}
-	})
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "wasmassign gateway listening on "); ok {
-				select {
-				case found <- a:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case a := <-found:
-		return a, cmd.Process.Pid
-	case <-exited:
-		b.Fatalf("daemon exited before announcing its address; log:\n%s", tail(log.String(), 40))
-	case <-time.After(60 * time.Second):
-		b.Fatalf("daemon did not announce its address in 60s; log:\n%s", tail(log.String(), 40))
-	}
-	return "", 0
+	d := startDaemon(b, b.TempDir(), cfg.String())
+	return &benchEnv{seeds: [2][]string{upstream, {d.bootstrap}}, pid: d.cmd.Process.Pid}
 }
 
 // cpuTime returns the user plus system CPU time process pid has used, from
@@ -635,6 +560,7 @@ func benchThroughput(b *testing.B, e *benchEnv) {
 		prods[side], conss[side] = prod, cons
 	}
 	var elapsed, producing [2]time.Duration
+	gwCPU0, okG := cpuTime(e.pid)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, side := range []int{i % 2, 1 - i%2} {
@@ -647,6 +573,12 @@ func benchThroughput(b *testing.B, e *benchEnv) {
 	}
 	b.StopTimer()
 	mb := float64(b.N) * records * size / 1e6
+	// The daemon's CPU time per megabyte through it (produced and
+	// consumed): what the hop costs, which the rates alone hide on a busy
+	// machine (a slower round trip makes kgo batch more).
+	if gwCPU1, ok := cpuTime(e.pid); ok && okG {
+		b.ReportMetric((gwCPU1-gwCPU0).Seconds()*1e3/(2*mb), "gateway-daemon-cpu-ms/MB")
+	}
 	direct, gateway := mb/elapsed[0].Seconds(), mb/elapsed[1].Seconds()
 	b.ReportMetric(direct, "direct-MB/s")
 	b.ReportMetric(gateway, "gateway-MB/s")

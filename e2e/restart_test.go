@@ -130,18 +130,6 @@ func TestRestart_ConsumersKeepTheirPartitionsAcrossADaemonRestart(t *testing.T) 
 	})
 }
 
-// tomlStrings formats ss as the inside of a TOML array of strings.
-func tomlStrings(ss []string) string {
-	out := ""
-	for i, s := range ss {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%q", s)
-	}
-	return out
-}
-
 // memberIDs lists the group's member ids, sorted.
 func memberIDs(g adminGroup) []string {
 	var ids []string

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"bytes"
+	"context"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,5 +109,53 @@ func TestAnswerableLocallyFollowsKIP511SoftwarePattern(t *testing.T) {
 	}
 	if answerableLocally(3, []byte{0xff}) {
 		t.Error("an undecodable v3 request was called answerable locally")
+	}
+}
+
+// TestProxy_NewConnectionIsServedWhileItsUpstreamIsDialled checks that a
+// client connection's requests are read while its upstream connection is
+// still being dialled: an ApiVersions the proxy can answer from the
+// remembered answer is answered before the dial completes, and a request
+// that must go upstream waits for the dial and is then answered, in order.
+func TestProxy_NewConnectionIsServedWhileItsUpstreamIsDialled(t *testing.T) {
+	var gate atomic.Pointer[chan struct{}] // when set, dials wait for it
+	e := startEnv(t, 1, func(o *Options) {
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		o.DialUpstream = func(ctx context.Context, addr string) (net.Conn, error) {
+			if g := gate.Load(); g != nil {
+				select {
+				case <-*g:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	})
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 3
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "test", "1.0"
+	dialRaw(t, e.proxy.Addr()).roundTrip(av) // the upstream's answer is remembered
+
+	release := make(chan struct{})
+	gate.Store(&release)
+	r := dialRaw(t, e.proxy.Addr())
+	r.send(av, 1)
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	r.send(md, 2)
+	if corr, resp := r.recv(av); corr != 1 || resp.(*kmsg.ApiVersionsResponse).ErrorCode != 0 {
+		t.Fatalf("ApiVersions during the dial: correlation id %d, error %d", corr, resp.(*kmsg.ApiVersionsResponse).ErrorCode)
+	}
+	// The Metadata request cannot have been answered: nothing reached the
+	// upstream yet.
+	r.nc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	var b [1]byte
+	if n, err := r.nc.Read(b[:]); n > 0 || err == nil {
+		t.Fatal("a response arrived before the upstream connection was open")
+	}
+	close(release)
+	if corr, resp := r.recv(md); corr != 2 || len(resp.(*kmsg.MetadataResponse).Brokers) != 1 {
+		t.Fatalf("Metadata after the dial: correlation id %d, %d brokers", corr, len(resp.(*kmsg.MetadataResponse).Brokers))
 	}
 }

@@ -63,10 +63,10 @@ type slot struct {
 // conn is one client connection and its upstream connection.
 //
 // Two goroutines serve it: readClient parses requests and sends them
-// upstream (or to the interceptor), and readUpstream matches upstream
-// responses to requests in the order they were sent. q keeps the order
-// requests arrived in and writes responses in it; inflight carries the
-// upstream's order.
+// upstream (or to the interceptor), and the other dials the upstream, then
+// runs readUpstream, which matches upstream responses to requests in the
+// order they were sent. q keeps the order requests arrived in and writes
+// responses in it; inflight carries the upstream's order.
 type conn struct {
 	p    *Proxy
 	info ConnInfo
@@ -84,6 +84,9 @@ type conn struct {
 	upW   *bufio.Writer
 	upSet sync.Mutex // guards up
 	up    net.Conn
+	// upReady is closed once up and upW are set: requests are read while
+	// the upstream is dialled (see run).
+	upReady chan struct{}
 
 	closeOnce sync.Once
 	draining  atomic.Bool
@@ -105,6 +108,7 @@ func newConn(p *Proxy, nc net.Conn, node int32, id uint64) *conn {
 		br:       bufio.NewReaderSize(nc, bufSize),
 		q:        newRespQueue(bufio.NewWriterSize(nc, bufSize)),
 		inflight: make(chan *slot, upstreamDepth),
+		upReady:  make(chan struct{}),
 	}
 	c.info = ConnInfo{ID: id, Node: node}
 	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
@@ -124,32 +128,19 @@ func (c *conn) run() {
 		c.close(fmt.Errorf("upstream: %w", err))
 		return
 	}
-	up, err := c.p.opts.DialUpstream(c.ctx, addr)
-	if err != nil {
-		err = fmt.Errorf("upstream %s: %w", addr, err)
-		if closed, ok := c.p.unreachable.report(time.Now(), unreachableLogEvery); ok {
-			c.log.Warn("closing client connections: their broker is unreachable", "err", err, "connections_closed", closed)
-		}
-		if c.p.opts.OnUnreachable != nil {
-			c.p.opts.OnUnreachable(err)
-		}
-		c.close(fmt.Errorf("%w: %w", errUnreachable, err))
-		return
-	}
-	c.upSet.Lock()
-	c.up = up
-	c.upSet.Unlock()
 	c.info.Upstream = upNode // before anything reads info
-	if c.ctx.Err() != nil {  // closed while dialing
-		up.Close()
-		return
-	}
-	c.upW = bufio.NewWriterSize(up, bufSize)
-
+	// The client's requests are read while the upstream is dialled: its
+	// first one, ApiVersions, is usually answered from the remembered
+	// answer (apiversions.go), so a new connection does not wait for a
+	// dial before it can be used. Requests that go upstream wait for it
+	// in awaitUpstream. The dialling goroutine goes on to read the
+	// upstream's responses.
 	upDone := make(chan struct{})
 	go func() {
 		defer close(upDone)
-		c.readUpstream(bufio.NewReaderSize(up, bufSize))
+		if up, ok := c.dial(addr); ok {
+			c.readUpstream(bufio.NewReaderSize(up, bufSize))
+		}
 	}()
 	c.readClient()
 	select {
@@ -158,6 +149,52 @@ func (c *conn) run() {
 	}
 	c.close(nil)
 	<-upDone
+}
+
+// dial opens the upstream connection and makes it available to writers;
+// on failure it closes the client connection and returns false.
+func (c *conn) dial(addr string) (net.Conn, bool) {
+	up, err := c.p.opts.DialUpstream(c.ctx, addr)
+	if err != nil {
+		if c.ctx.Err() != nil { // the client left while dialling
+			return nil, false
+		}
+		err = fmt.Errorf("upstream %s: %w", addr, err)
+		if closed, ok := c.p.unreachable.report(time.Now(), unreachableLogEvery); ok {
+			c.log.Warn("closing client connections: their broker is unreachable", "err", err, "connections_closed", closed)
+		}
+		if c.p.opts.OnUnreachable != nil {
+			c.p.opts.OnUnreachable(err)
+		}
+		c.close(fmt.Errorf("%w: %w", errUnreachable, err))
+		return nil, false
+	}
+	c.upSet.Lock()
+	c.up = up
+	c.upSet.Unlock()
+	if c.ctx.Err() != nil { // closed while dialling, perhaps before up was set
+		up.Close()
+		return nil, false
+	}
+	c.upW = bufio.NewWriterSize(up, bufSize)
+	close(c.upReady)
+	return up, true
+}
+
+// awaitUpstream waits until the upstream connection is open; it fails
+// once the connection is closing.
+func (c *conn) awaitUpstream() error {
+	select {
+	case <-c.upReady:
+		return nil
+	default:
+	}
+	select {
+	case <-c.upReady:
+		return nil
+	case <-c.ctx.Done():
+		return errShutdown
+	}
 }
 
 // errUnreachable marks a connection closed because its broker could not
@@ -315,6 +352,9 @@ func (c *conn) maybeStreamRequest() (bool, error) {
 			return false, err
 		}
 	}
+	if err := c.awaitUpstream(); err != nil {
+		return false, err
+	}
 	c.upMu.Lock()
 	defer c.upMu.Unlock()
 	if s != nil {
@@ -329,7 +369,7 @@ func (c *conn) maybeStreamRequest() (bool, error) {
 	c.upSet.Lock()
 	up := c.up
 	c.upSet.Unlock()
-	if err := copyLong(c.upW, up, c.br, size+4, &c.p.chunks); err != nil {
+	if err := copyLong(c.upW, up, c.br, c.nc, size+4, &c.p.chunks); err != nil {
 		return false, fmt.Errorf("streaming %s request: %w", kmsg.NameForKey(key), err)
 	}
 	return true, nil
@@ -456,12 +496,10 @@ func (c *conn) answerApiVersions(corr int32, version int16, fr, body []byte) err
 	if err := c.enqueue(s); err != nil {
 		return err
 	}
-	if err := c.send(&slot{key: 18, version: version, corr: corr, discard: true}, fr, false); err != nil {
-		return err
-	}
+	// Answered before forwarding, which may wait for the upstream dial.
 	resp := append(frame.AppendResponseHeader(make([]byte, 0, 4+len(body)), corr, false), body...)
 	c.complete(s, resp, nil)
-	return nil
+	return c.send(&slot{key: 18, version: version, corr: corr, discard: true}, fr, false)
 }
 
 // complete hands s's answer to the response queue, closing the connection
@@ -478,6 +516,9 @@ func (c *conn) complete(s *slot, resp []byte, err error) {
 // send writes a request frame upstream, registering s (nil for a request
 // with no response) for the upstream's answer.
 func (c *conn) send(s *slot, fr []byte, flush bool) error {
+	if err := c.awaitUpstream(); err != nil {
+		return err
+	}
 	c.upMu.Lock()
 	defer c.upMu.Unlock()
 	if s != nil {
@@ -500,6 +541,11 @@ func (c *conn) send(s *slot, fr []byte, flush bool) error {
 }
 
 func (c *conn) flushUpstream() error {
+	select {
+	case <-c.upReady:
+	default:
+		return nil // nothing was written: writers wait for the dial
+	}
 	c.upMu.Lock()
 	defer c.upMu.Unlock()
 	if c.upW.Buffered() == 0 {
@@ -647,7 +693,10 @@ func (c *conn) stream(s *slot, r *bufio.Reader, size int64) error {
 	var prefix [4]byte
 	binary.BigEndian.PutUint32(prefix[:], uint32(size))
 	w.Write(prefix[:])
-	st := &streamer{r: r, w: w, raw: c.nc, bufs: &c.p.chunks, left: size}
+	c.upSet.Lock()
+	up := c.up
+	c.upSet.Unlock()
+	st := &streamer{r: r, w: w, raw: c.nc, src: up, bufs: &c.p.chunks, left: size}
 	if s.key == 1 && s.version >= 16 {
 		if err := st.fetch(s.version, c.p.advertise); err != nil {
 			return err

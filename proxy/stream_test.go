@@ -3,6 +3,9 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"io"
+	"net"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -116,4 +119,82 @@ func FuzzStreamFetch(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestCopyLong_MovesExactlyNBytesInOrderBetweenAnyConnections checks the
+// long-run copy on both of its paths, splice between TCP connections and
+// the chunk buffer otherwise: the destination gets exactly the n bytes
+// after what the reader had already consumed, whatever part of them sat in
+// the reader's buffer, and the bytes after them are left for the reader.
+func TestCopyLong_MovesExactlyNBytesInOrderBetweenAnyConnections(t *testing.T) {
+	tcpPair := func(t *testing.T) (net.Conn, net.Conn) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		a, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a, b
+	}
+	pipePair := func(t *testing.T) (net.Conn, net.Conn) {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a, b
+	}
+	pool := &sync.Pool{New: func() any { b := make([]byte, copyChunk); return &b }}
+	for _, pair := range []struct {
+		name string
+		make func(*testing.T) (net.Conn, net.Conn)
+	}{{"tcp", tcpPair}, {"pipe", pipePair}} {
+		for _, tc := range []struct {
+			name     string
+			skip, n  int // bytes read before the copy, bytes copied
+			trailing int // bytes after the copied ones
+		}{
+			{"all buffered", 10, 100, 50},
+			{"longer than the buffer", 100, 3 << 20, 1000},
+			{"ends exactly at the data", 0, 1 << 20, 0},
+		} {
+			t.Run(pair.name+"/"+tc.name, func(t *testing.T) {
+				srcW, srcR := pair.make(t)
+				dstW, dstR := pair.make(t)
+				data := make([]byte, tc.skip+tc.n+tc.trailing)
+				for i := range data {
+					data[i] = byte(i * 7 / 3)
+				}
+				go func() { srcW.Write(data) }()
+				got := make(chan []byte, 1)
+				go func() {
+					b := make([]byte, tc.n)
+					_, err := io.ReadFull(dstR, b)
+					if err != nil {
+						b = nil
+					}
+					got <- b
+				}()
+				r := bufio.NewReaderSize(srcR, 4096)
+				if _, err := io.ReadFull(r, make([]byte, tc.skip)); err != nil {
+					t.Fatal(err)
+				}
+				if err := copyLong(bufio.NewWriter(dstW), dstW, r, srcR, int64(tc.n), pool); err != nil {
+					t.Fatalf("copyLong: %v", err)
+				}
+				if b := <-got; !bytes.Equal(b, data[tc.skip:tc.skip+tc.n]) {
+					t.Fatal("the destination did not receive exactly the copied bytes")
+				}
+				rest := make([]byte, tc.trailing)
+				if _, err := io.ReadFull(r, rest); err != nil || !bytes.Equal(rest, data[tc.skip+tc.n:]) {
+					t.Fatalf("the bytes after the copied ones were not left for the reader (%v)", err)
+				}
+			})
+		}
+	}
 }
