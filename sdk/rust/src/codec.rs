@@ -43,41 +43,82 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-type Res<T> = Result<T, DecodeError>;
+/// Says that decoding stopped; the [`DecodeError`] waits in the
+/// [`Reader`]. Every read returns a `Result`, and in wasm one that holds a
+/// `DecodeError` goes back through memory: a marker keeps the hot path's
+/// results in registers.
+struct Stop;
+
+type Res<T> = Result<T, Stop>;
 
 struct Reader<'a> {
     b: &'a [u8],
     off: usize,
     what: &'static str,
+    err: Option<DecodeError>,
 }
 
 impl<'a> Reader<'a> {
-    fn fail<T>(&self, reason: String) -> Res<T> {
-        Err(DecodeError { what: self.what, offset: self.off, reason })
+    fn new(b: &'a [u8], what: &'static str) -> Self {
+        Reader { b, off: 0, what, err: None }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn fail<T>(&mut self, reason: String) -> Res<T> {
+        self.err = Some(DecodeError { what: self.what, offset: self.off, reason });
+        Err(Stop)
+    }
+
+    /// Turns the outcome of a decoding function into the public result.
+    fn finish<T>(mut self, res: Res<T>) -> Result<T, DecodeError> {
+        match res {
+            Ok(v) => Ok(v),
+            Err(Stop) => Err(self.err.take().expect("a decoder stopped without saying why")),
+        }
+    }
+
+    #[inline(always)]
     fn remaining(&self) -> usize {
         self.b.len() - self.off
     }
 
+    // The reads below run a dozen times per member and per `tps` entry:
+    // they are inlined, and their error messages are built out of line
+    // (the `#[cold]` functions), so the hot path is a bounds check and a
+    // load.
+
+    #[inline(always)]
     fn take(&mut self, n: usize, field: &str) -> Res<&'a [u8]> {
         if self.remaining() < n {
-            return self.fail(format!("truncated {} (need {} bytes, have {})", field, n, self.remaining()));
+            return self.truncated(field, n);
         }
-        let s = &self.b[self.off..self.off + n];
+        // SAFETY: off <= b.len() always holds, and off + n <= b.len() was
+        // just checked.
+        let s = unsafe { self.b.get_unchecked(self.off..self.off + n) };
         self.off += n;
         Ok(s)
     }
 
+    #[cold]
+    #[inline(never)]
+    fn truncated<T>(&mut self, field: &str, n: usize) -> Res<T> {
+        let have = self.remaining();
+        self.fail(format!("truncated {} (need {} bytes, have {})", field, n, have))
+    }
+
+    #[inline(always)]
     fn u8(&mut self, field: &str) -> Res<u8> {
         Ok(self.take(1, field)?[0])
     }
 
+    #[inline(always)]
     fn u32(&mut self, field: &str) -> Res<u32> {
         let s = self.take(4, field)?;
         Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
     }
 
+    #[inline(always)]
     fn i32(&mut self, field: &str) -> Res<i32> {
         Ok(self.u32(field)? as i32)
     }
@@ -91,25 +132,51 @@ impl<'a> Reader<'a> {
 
     /// Reads a count and checks that the remaining bytes can hold that many
     /// elements of at least `min` bytes each.
+    #[inline(always)]
     fn count(&mut self, field: &str, min: u64) -> Res<usize> {
         let n = self.u32(field)?;
         if (n as u64) * min > self.remaining() as u64 {
-            return self.fail(format!("{} count {} exceeds the remaining {} bytes", field, n, self.remaining()));
+            return self.too_many(field, n);
         }
         Ok(n as usize)
     }
 
+    #[cold]
+    #[inline(never)]
+    fn too_many<T>(&mut self, field: &str, n: u32) -> Res<T> {
+        let have = self.remaining();
+        self.fail(format!("{} count {} exceeds the remaining {} bytes", field, n, have))
+    }
+
+    #[inline(always)]
     fn bytes(&mut self, field: &str) -> Res<&'a [u8]> {
         let n = self.count(field, 1)?;
         self.take(n, field)
     }
 
+    /// Reads a string. Most strings of a request are empty (instance ids,
+    /// hosts, racks) or ASCII (ids, topic names), and neither needs the
+    /// general UTF-8 check.
+    #[inline(always)]
     fn str(&mut self, field: &str) -> Res<String> {
         let b = self.bytes(field)?;
+        if b.is_empty() {
+            return Ok(String::new());
+        }
+        if b.is_ascii() {
+            // SAFETY: ASCII is valid UTF-8.
+            return Ok(unsafe { std::str::from_utf8_unchecked(b) }.to_owned());
+        }
         match std::str::from_utf8(b) {
             Ok(s) => Ok(s.to_owned()),
-            Err(_) => self.fail(format!("{} is not valid UTF-8", field)),
+            Err(_) => self.not_utf8(field),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn not_utf8<T>(&mut self, field: &str) -> Res<T> {
+        self.fail(format!("{} is not valid UTF-8", field))
     }
 
     fn i32s(&mut self, field: &str) -> Res<Vec<i32>> {
@@ -177,10 +244,12 @@ impl<'a> Reader<'a> {
             }
             // Compared as i32, as on the wire: a response's list may not
             // end in a negative value either.
-            if let Some(w) = l.windows(2).find(|w| (w[1] as i32) <= (w[0] as i32)) {
+            if let Some(k) = first_not_ascending(&l) {
                 return self.fail(format!(
                     "topic list {}: topic indices are not strictly ascending ({} after {})",
-                    i, w[1] as i32, w[0] as i32
+                    i,
+                    l[k] as i32,
+                    l[k - 1] as i32
                 ));
             }
             lists.push(l);
@@ -211,7 +280,7 @@ impl<'a> Reader<'a> {
         Ok(v == VERSION | GROUPED_LAYOUT)
     }
 
-    fn end(&self) -> Res<()> {
+    fn end(&mut self) -> Res<()> {
         if self.off != self.b.len() {
             return self.fail(format!("{} trailing bytes", self.remaining()));
         }
@@ -219,12 +288,32 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Returns the first index `k` where `v[k] <= v[k-1]`, comparing as `i32`
+/// as on the wire. A plain loop: the iterator version is a call per list in
+/// wasm, and a group can send a list per member.
+#[inline]
+fn first_not_ascending(v: &[u32]) -> Option<usize> {
+    let mut k = 1;
+    while k < v.len() {
+        if (v[k] as i32) <= (v[k - 1] as i32) {
+            return Some(k);
+        }
+        k += 1;
+    }
+    None
+}
+
 /// Decodes a request (section 3, or section 7's grouped layout), checking
 /// every index against the table it points into. A grouped request fills
 /// [`Request::topic_lists`], and each member's [`Member::topics`] with a copy
 /// of the list its [`Member::subscription`] names.
 pub fn decode_request(b: &[u8]) -> Result<Request, DecodeError> {
-    let mut r = Reader { b, off: 0, what: "request" };
+    let mut r = Reader::new(b, "request");
+    let res = read_request(&mut r);
+    r.finish(res)
+}
+
+fn read_request(r: &mut Reader) -> Res<Request> {
     let grouped = r.layout()?;
     let mut req = Request::default();
     req.group_id = r.str("group id")?;
@@ -327,51 +416,67 @@ pub fn decode_request(b: &[u8]) -> Result<Request, DecodeError> {
     let n = r.count("members", 41)?;
     req.members.reserve(n);
     for _ in 0..n {
-        let mut m = Member::default();
-        m.member_id = r.str("member id")?;
-        m.instance_id = r.str("instance id")?;
-        m.client_id = r.str("client id")?;
-        m.client_host = r.str("client host")?;
-        m.rack = r.str("member rack")?;
+        // Built field by field and moved into place once: filling a
+        // default Member would drop each default field it overwrites.
+        let member_id = r.str("member id")?;
+        let instance_id = r.str("instance id")?;
+        let client_id = r.str("client id")?;
+        let client_host = r.str("client host")?;
+        let rack = r.str("member rack")?;
         let flags = r.u8("member flags")?;
         if flags & !MEMBER_COOPERATIVE != 0 {
-            return r.fail(format!("member {:?} has unknown flags {:#x}", m.member_id, flags));
+            return r.fail(format!("member {:?} has unknown flags {:#x}", member_id, flags));
         }
-        m.cooperative = flags & MEMBER_COOPERATIVE != 0;
+        let cooperative = flags & MEMBER_COOPERATIVE != 0;
+        let mut topics = Vec::new();
+        let mut subscription = None;
         if let Some(tl) = &req.topic_lists {
             // One reference into the table, whose lists were checked once.
             let k = r.i32("subscription")?;
             if k != -1 {
                 if k < 0 || k as usize >= tl.len() {
                     r.off -= 4;
-                    return r.fail(format!("member {:?} subscribes to topic list {} of {}", m.member_id, k, tl.len()));
+                    return r.fail(format!("member {:?} subscribes to topic list {} of {}", member_id, k, tl.len()));
                 }
-                m.topics = copy_u32s(&tl[k as usize]);
-                m.subscription = Some(k as u32);
+                topics = copy_u32s(&tl[k as usize]);
+                subscription = Some(k as u32);
             }
         } else {
             let nsub = r.count("subscribed topics", 4)?;
             let s = r.take(4 * nsub, "subscribed topics")?;
             // One bulk copy, then the checks: strictly ascending with the
             // last one in range puts every index in range.
-            m.topics = get_u32_values(s);
-            if let Some(w) = m.topics.windows(2).find(|w| w[1] <= w[0]) {
+            topics = get_u32_values(s);
+            if let Some(w) = topics.windows(2).find(|w| w[1] <= w[0]) {
                 return r.fail(format!(
                     "member {:?}: subscribed topic indices are not strictly ascending ({} after {})",
-                    m.member_id, w[1], w[0]
+                    member_id, w[1], w[0]
                 ));
             }
-            if let Some(&t) = m.topics.last() {
+            if let Some(&t) = topics.last() {
                 if t as usize >= n_topics {
-                    return r.fail(format!("member {:?} subscribes to topic index {} of {}", m.member_id, t, n_topics));
+                    return r.fail(format!("member {:?} subscribes to topic index {} of {}", member_id, t, n_topics));
                 }
             }
         }
-        m.owned_generation = r.i32("owned generation")?;
-        m.owned = r.tps("owned partitions", Some(n_topics as u64), lists)?;
-        m.user_data = r.bytes("user data")?.to_vec();
-        m.previous = r.tps("previous assignment", Some(n_topics as u64), lists)?;
-        req.members.push(m);
+        let owned_generation = r.i32("owned generation")?;
+        let owned = r.tps("owned partitions", Some(n_topics as u64), lists)?;
+        let user_data = r.bytes("user data")?.to_vec();
+        let previous = r.tps("previous assignment", Some(n_topics as u64), lists)?;
+        req.members.push(Member {
+            member_id,
+            instance_id,
+            client_id,
+            client_host,
+            rack,
+            cooperative,
+            topics,
+            subscription,
+            owned_generation,
+            owned,
+            user_data,
+            previous,
+        });
     }
     r.end()?;
     Ok(req)
@@ -381,7 +486,12 @@ pub fn decode_request(b: &[u8]) -> Result<Request, DecodeError> {
 /// the layout only; whether the assignment fits its request is the host's
 /// validation. An error response decodes to `Err` in either layout.
 pub fn decode_response(b: &[u8]) -> Result<Reply, DecodeError> {
-    let mut r = Reader { b, off: 0, what: "response" };
+    let mut r = Reader::new(b, "response");
+    let res = read_response(&mut r);
+    r.finish(res)
+}
+
+fn read_response(r: &mut Reader) -> Res<Reply> {
     let grouped = r.layout()?;
     let reply = match r.u8("status")? {
         STATUS_ERROR => {
@@ -415,7 +525,12 @@ pub fn decode_response(b: &[u8]) -> Result<Reply, DecodeError> {
 
 /// Decodes a module description (section 4).
 pub fn decode_description(b: &[u8]) -> Result<Description, DecodeError> {
-    let mut r = Reader { b, off: 0, what: "description" };
+    let mut r = Reader::new(b, "description");
+    let res = read_description(&mut r);
+    r.finish(res)
+}
+
+fn read_description(r: &mut Reader) -> Res<Description> {
     r.version()?;
     let n = r.count("assignors", 18)?;
     let mut d = Description { assignors: Vec::with_capacity(n) };
