@@ -27,6 +27,8 @@ build: plugins bin/wasmassign
 
 plugins: $(BUILTIN_WASM)
 
+# Go built-ins: range, roundrobin, leaderrack. sticky.wasm is the Rust
+# crate's (its explicit rule is in sdk/rust/rust.mk).
 plugins/builtin/wasm/%.wasm: FORCE
 	$(GOWASM) -o $@ ./plugins/$*/wasm
 
@@ -41,9 +43,11 @@ tools:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PKGS) >/dev/null; \
 	fi
 
-## testdata: test guests: the Go test guest, hostile WAT modules, the C guest.
+## testdata: test guests: the Go test guest, the Go sticky guest (the
+## reference the Rust built-in is compared with), hostile WAT modules, the C guest.
 testdata: tools
 	$(GOWASM) -o testdata/guests/go/testguest.wasm ./testdata/guests/go
+	$(GOWASM) -o testdata/guests/go/sticky-go.wasm ./plugins/sticky/wasm
 	$(MAKE) -s -C testdata/hostile
 	$(MAKE) -s -C testdata/guests/c
 	$(MAKE) -s -f pluginreload/testdata/Makefile

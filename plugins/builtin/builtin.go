@@ -1,7 +1,10 @@
 // Package builtin carries the built-in assignor plugins inside the binary, so
 // that bin/wasmassign needs no plugin directory to serve range, roundrobin and
-// the rest. `make build` compiles each plugins/NAME/wasm main to
-// wasm/NAME.wasm before the binary is linked; go:embed then takes them in.
+// the rest. `make build` compiles them to wasm/NAME.wasm before the binary is
+// linked, and go:embed takes them in: range, roundrobin and leaderrack from
+// their Go mains (plugins/NAME/wasm), sticky (both sticky assignors) from
+// the Rust crate plugins/sticky/rust, which package plugins/sticky is the
+// reference for (RATIONALE.md).
 //
 // It imports nothing of this project: the runtime loads what FS returns.
 package builtin

@@ -26,7 +26,15 @@
 //     rules), except where Kafka's own answer is invalid: Kafka hands a
 //     partition back to its previous-generation owner without checking
 //     that it still subscribes to the topic, and this package then gives
-//     the partition to the least-loaded subscriber instead.
+//     the partition to the least-loaded subscriber instead; and where
+//     Kafka never answers: its reassignment walk can hand one partition
+//     back and forth between two members for ever (Kafka 4.4 included;
+//     testdata/general-cycle-seed11042.req is such a group). Once a pass
+//     of the walk starts in a state an earlier pass started in, this
+//     package takes Kafka's reversal of an earlier movement only when the
+//     partition it moves back is held by the member giving one up, so
+//     every move lowers the imbalance and the walk ends (see walk in
+//     general.go).
 //
 // Which builder applies follows Kafka's allSubscriptionsEqual: the
 // constrained one only when every member sent the same subscription,

@@ -33,6 +33,10 @@ import "slices"
 //     topic the opposite way (from the new holder to the partition's
 //     original holder), that partition moves back instead, the one a Java
 //     HashSet would iterate first, so that no two-cycle forms.
+//     Deliberately unlike Kafka, when a pass starts in the state an
+//     earlier pass started in (Kafka would repeat that cycle for ever),
+//     such a reversal is from then on taken only when the partition it
+//     moves back is held by the member giving one up (see walk).
 //  5. If some member kept something, and the walks moved partitions without
 //     lowering the sum of the pairwise differences of the members' counts,
 //     every move of step 4 is undone.
@@ -75,11 +79,14 @@ type general struct {
 	moves map[moveKey]*javaHashSet
 	// off counts what members hold of topics they do not subscribe to,
 	// per (member, rank); strays is set once that happened (see walk).
-	off        map[[2]int32]int32
-	strays     bool
-	topicHash  []int32 // per rank: Java hash code of the topic name
-	undo       []int32 // pairs (partition, member it was taken from)
-	version    int32   // counts moves, to cache what depends on counts
+	off       map[[2]int32]int32
+	strays    bool
+	topicHash []int32 // per rank: Java hash code of the topic name
+	undo      []int32 // pairs (partition, member it was taken from)
+	// cycled is set once a walk came back to a state it had been in,
+	// where Kafka would loop for ever (see walk).
+	cycled     bool
+	version    int32 // counts moves, to cache what depends on counts
 	balVersion int32
 	balanced   bool
 	// Per rank, cached for one version: the first subscriber by (count,
@@ -415,9 +422,36 @@ func (s *general) score() int32 {
 
 // walk is Kafka's performReassignments over the partitions parts yields,
 // in that order: it reports whether it moved anything.
+//
+// Kafka repeats the walk while it moves something, and its reversal of
+// earlier movements (see reassign) can hand a partition back and forth
+// between two members for ever (Kafka 4.4 as well: wanting to move a
+// partition from C to B, it moves one back from A to B instead, and on
+// the next pass, wanting to move one from C to A, it moves that one back
+// from B to A; C keeps its excess). Everything a pass does is decided by
+// the holders and the movement records at its start, so a pass that
+// starts in the state an earlier pass started in begins a cycle Kafka
+// never leaves. Deliberately unlike Kafka, the walk then goes on with
+// cycled set for the rest of the rebalance: a reversal is taken only when
+// the partition it moves back is held by the member that is to give one
+// up, so every move takes a partition from a member holding two or more
+// than the one receiving it, the sum of the squared counts falls with
+// each, and the walks end (balanced, unless step 5 undoes them, as it
+// would Kafka's). The state is saved at the start of
+// passes 1, 2, 4, 8, ... and compared at the start of every later pass
+// (Brent's cycle detection), which finds any cycle within twice its
+// length plus the passes before it, at the cost of two copies and one
+// comparison of the holders in the usual walk of two or three passes.
 func (s *general) walk(parts func(yield func(x, r int32) bool)) bool {
 	performed := false
-	for {
+	var seen walkState
+	for pass := 1; ; pass++ {
+		if pass > 1 && !s.cycled && s.inState(&seen) {
+			s.cycled = true
+		}
+		if pass&(pass-1) == 0 {
+			s.saveState(&seen)
+		}
 		modified := false
 		parts(func(x, r int32) bool {
 			if s.isBalanced() {
@@ -446,6 +480,47 @@ func (s *general) walk(parts func(yield func(x, r int32) bool)) bool {
 			return performed
 		}
 	}
+}
+
+// walkState is what decides the course of a pass of walk: the holders,
+// where each partition was first taken from, and each movement set's
+// table size and iteration order.
+type walkState struct {
+	holder, moved []int32
+	moves         map[moveKey]savedMoves
+}
+
+// savedMoves is one movement set as walkState keeps it.
+type savedMoves struct {
+	buckets uint32
+	xs      []int32
+}
+
+// saveState copies the walk's current state into w.
+func (s *general) saveState(w *walkState) {
+	w.holder = append(w.holder[:0], s.holder...)
+	w.moved = append(w.moved[:0], s.moved...)
+	clear(w.moves)
+	if w.moves == nil {
+		w.moves = make(map[moveKey]savedMoves, len(s.moves))
+	}
+	for k, set := range s.moves {
+		w.moves[k] = savedMoves{set.buckets, set.order()}
+	}
+}
+
+// inState reports whether the walk is in state w.
+func (s *general) inState(w *walkState) bool {
+	if !slices.Equal(s.holder, w.holder) || !slices.Equal(s.moved, w.moved) || len(s.moves) != len(w.moves) {
+		return false
+	}
+	for k, saved := range w.moves {
+		set := s.moves[k]
+		if set == nil || set.buckets != saved.buckets || !set.inOrder(saved.xs) {
+			return false
+		}
+	}
+	return true
 }
 
 // firstSubscriber returns the first member, by (count, member id), taking
@@ -507,14 +582,17 @@ func (s *general) isBalanced() bool {
 
 // reassign is Kafka's reassignPartition: partition x of rank r is to go to
 // member to, unless an earlier move took a partition of r from to towards
-// x's original holder, in which case that one goes back instead.
+// x's original holder, in which case that one goes back instead (once the
+// walk has cycled, only when x's holder holds it; see walk).
 func (s *general) reassign(x, r, to int32) {
 	from := s.holder[x]
 	if o := s.moved[x]; o >= 0 {
 		from = o
 	}
 	if back := s.moves[moveKey{r, to, from}]; back != nil {
-		x = back.first()
+		if y := back.first(); !s.cycled || s.holder[y] == s.holder[x] {
+			x = y
+		}
 	}
 	s.move(x, r, to)
 }

@@ -255,6 +255,30 @@ func (s *javaHashSet) remove(x int32) {
 	}
 }
 
+// order returns the elements in insertion order, which with the table
+// size decides every later iteration order.
+func (s *javaHashSet) order() []int32 {
+	xs := make([]int32, len(s.elems))
+	for i := range s.elems {
+		xs[i] = s.elems[i].x
+	}
+	return xs
+}
+
+// inOrder reports whether the set holds exactly xs, inserted in that
+// order.
+func (s *javaHashSet) inOrder(xs []int32) bool {
+	if len(xs) != len(s.elems) {
+		return false
+	}
+	for i := range xs {
+		if s.elems[i].x != xs[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // first returns the element a Java iterator yields first; the set must not
 // be empty.
 func (s *javaHashSet) first() int32 {

@@ -6,7 +6,8 @@
 # load the .wasm files) and rust-test, and `clean` on rust-clean.
 # It installs Debian's rustc 1.63 with the wasm32 std when missing (the rustup
 # Rust that machines have on PATH has no wasm target), builds the Rust SDK's
-# kit module and the weighted plugin, and runs the SDK's native tests.
+# kit module, the weighted plugin and the built-in sticky plugin (for
+# `make build`, so build depends on rust-tools), and runs their native tests.
 # Cargo never reaches the network (--offline): the crates have no
 # dependencies beyond the SDK's path.
 
@@ -17,6 +18,10 @@ RUST_CARGO    := $(RUST_ENV) cargo
 RUST_WASM     := build --offline --release --target wasm32-unknown-unknown
 RUST_OUT      := target/wasm32-unknown-unknown/release
 RUST_WASM_FILES := sdk/rust/kit/kit.wasm plugins/weighted/weighted.wasm
+# The built-in sticky and cooperative-sticky plugin is Rust (issue 3: the
+# sandbox's cost); package plugins/sticky stays the Go reference, and its
+# differential test holds the two to identical answers.
+STICKY_CRATE  := plugins/sticky/rust
 
 .PHONY: rust rust-tools rust-wasm rust-test rust-clean
 
@@ -42,12 +47,19 @@ plugins/weighted/weighted.wasm: rust-tools FORCE
 	cd plugins/weighted && $(RUST_CARGO) $(RUST_WASM)
 	cp plugins/weighted/$(RUST_OUT)/weighted.wasm $@
 
-## rust-test: the SDK's codec against testdata/abi, and the Rust plugins' unit tests, natively.
+# This explicit rule wins over the Makefile's pattern rule for Go built-ins.
+plugins/builtin/wasm/sticky.wasm: rust-tools FORCE
+	cd $(STICKY_CRATE) && $(RUST_CARGO) $(RUST_WASM)
+	cp $(STICKY_CRATE)/$(RUST_OUT)/sticky.wasm $@
+
+## rust-test: the SDK's codec against testdata/abi, and the Rust plugins' unit tests
+## (weighted, and the built-in sticky crate), natively.
 rust-test: rust-tools
 	cd sdk/rust && $(RUST_CARGO) test --offline -q
 	cd sdk/rust/kit && $(RUST_CARGO) test --offline -q
 	cd plugins/weighted && $(RUST_CARGO) test --offline -q
+	cd $(STICKY_CRATE) && $(RUST_CARGO) test --offline -q
 
 ## rust-clean: cargo's build directories and the copied .wasm files.
 rust-clean:
-	rm -rf sdk/rust/target sdk/rust/kit/target plugins/weighted/target $(RUST_WASM_FILES)
+	rm -rf sdk/rust/target sdk/rust/kit/target plugins/weighted/target $(STICKY_CRATE)/target $(RUST_WASM_FILES)

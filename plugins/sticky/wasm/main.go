@@ -1,7 +1,10 @@
 //go:build wasip1
 
-// Command wasm is the sticky and cooperative-sticky assignors as one
-// wasmassign plugin. Build it with
+// Command wasm is package sticky compiled to a wasmassign plugin: the Go
+// guest of the reference, which `make testdata` builds into
+// testdata/guests/go/sticky-go.wasm for the differential test and
+// BenchmarkStickyGuests. The built-in sticky module is the Rust port in
+// plugins/sticky/rust (RATIONALE.md). Build it with
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o sticky.wasm .
 //
