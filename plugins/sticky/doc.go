@@ -1,8 +1,11 @@
 // Package sticky is Apache Kafka's StickyAssignor (protocol "sticky", eager)
 // and CooperativeStickyAssignor (protocol "cooperative-sticky"), including
-// their KIP-881 rack awareness, over the wasmassign ABI model. The same code
-// runs natively in tests and benchmarks and, wrapped by the main package in
-// wasm/, as one wasm plugin that provides both assignors. It must import only
+// their KIP-881 rack awareness, over the wasmassign ABI model. It is the
+// readable reference: the built-in wasm module is its Rust port
+// (plugins/sticky/rust; RATIONALE.md says why), which a differential test
+// holds to this package's answers byte for byte. This package runs natively
+// in tests and in the native side of `wasmassign bench`, and the main
+// package in wasm/ compiles it to a Go guest for comparison. It must import only
 // the standard library, sdk/go/abi and plugins/internal/groupview (Kafka's
 // member order, the assignable topics, rack numbering): no os, no net, no
 // wazero, no franz-go, so that it compiles for GOOS=wasip1 and stays a pure
@@ -155,5 +158,7 @@
 // equally large topics gets one entry over a list of those topics, and
 // other neighbouring entries with equal partitions are grouped after the
 // fact. Sticky user data names every topic, so the eager assignor answers
-// with plain entries. Expanded, either answer is the plain layout's.
+// with plain entries (the Rust port groups its eager answer as well, to
+// spare a million allocations at java-large; the user data is the same).
+// Expanded, either answer is the plain layout's.
 package sticky
