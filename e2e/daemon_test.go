@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -207,22 +209,38 @@ func (d *daemon) group(ctx context.Context, id string) (adminGroup, error) {
 	return g, json.NewDecoder(resp.Body).Decode(&g)
 }
 
-// freePorts reserves n distinct loopback ports and releases them, for
-// listeners that must keep their port across a restart.
+// freePorts finds n distinct free loopback ports for listeners that must
+// keep their port across a restart. They come from below the kernel's
+// ephemeral range (ip_local_port_range), so that between the check and the
+// daemon's bind no outgoing connection of another process, or another
+// test, can be given one of them.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var lns []net.Listener
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 11000 {
+				lo = v
+			}
 		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	for _, ln := range lns {
+	var ports []int
+	seen := map[int]bool{}
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			t.Fatalf("no %d free ports below %d", n, lo)
+		}
+		p := 10000 + rand.IntN(lo-10000)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
 		ln.Close()
+		ports = append(ports, p)
 	}
 	return ports
 }
