@@ -74,15 +74,6 @@ func appendExpanded(dst []TopicPartitions, lists [][]int32, tps []TopicPartition
 	return dst
 }
 
-// ExpandEntries returns the plain entries that tps stands for, given the
-// topic-list table lists: tps itself when no entry refers to a list.
-func ExpandEntries(lists [][]int32, tps []TopicPartitions) []TopicPartitions {
-	if !hasListRefs(tps) {
-		return tps
-	}
-	return appendExpanded(make([]TopicPartitions, 0, expandedLen(lists, tps)), lists, tps)
-}
-
 // AppendExpanded appends the plain entries that tps stands for to dst, each
 // topic of a list in the list's order, and returns the result: a caller
 // that handles one member at a time reuses dst rather than expanding a

@@ -10,7 +10,7 @@ import (
 // plainEntries is what a request's member entries stand for, every topic an
 // entry of its own, for comparing layouts.
 func plainEntries(lists [][]int32, tps []abi.TopicPartitions) []abi.TopicPartitions {
-	return canonicalTPs(abi.ExpandEntries(lists, tps))
+	return canonicalTPs(abi.AppendExpanded(nil, lists, tps))
 }
 
 func TestGrouped_ExpandsBackToTheSameEntries(t *testing.T) {
