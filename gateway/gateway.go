@@ -368,11 +368,14 @@ type fetchRack struct {
 // Clients come and go (every restart of a pod is a new host), so the book
 // forgets: once it holds fetchRacksPruneAt clients, a Record of a new one
 // drops those not heard from for fetchRacksIdle, scanning at most once a
-// minute. A member with no partitions sends no Fetch, so a small book never
-// forgets, and an idle hour is long.
+// minute. A client is heard from when a connection of it sends its first
+// Fetch and when the coordinator looks its rack up (every rebalance of its
+// group), so a small book never forgets, and a large one forgets only
+// clients that neither reconnected nor rebalanced for a day. The proxy
+// records only authenticated clients when the upstream requires SASL.
 const (
 	fetchRacksPruneAt = 10000
-	fetchRacksIdle    = time.Hour
+	fetchRacksIdle    = 24 * time.Hour
 )
 
 // NewFetchRacks returns an empty book.
@@ -405,9 +408,15 @@ func (f *FetchRacks) Record(c proxy.ConnInfo, clientID, rack string) bool {
 
 // FetchRack implements coordinator.RackSource.
 func (f *FetchRacks) FetchRack(clientID, host string) (string, bool) {
+	k := rackKey{clientID, host}
+	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r, ok := f.racks[rackKey{clientID, host}]
+	r, ok := f.racks[k]
+	if ok {
+		r.seen = now
+		f.racks[k] = r
+	}
 	return r.rack, ok
 }
 

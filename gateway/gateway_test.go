@@ -286,28 +286,31 @@ func TestFetchRack_FeedsTheCoordinatorsRackSource(t *testing.T) {
 }
 
 // TestFetchRacks_ForgetsIdleClientsOnlyWhenLarge keeps a small book whole
-// however old it is, and drops only the idle entries of a large one.
+// however old it is, and drops from a large one only the clients neither
+// recorded nor looked up for fetchRacksIdle.
 func TestFetchRacks_ForgetsIdleClientsOnlyWhenLarge(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	src := NewFetchRacks()
 	src.now = func() time.Time { return now }
 	c := proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}
 	src.Record(c, "old", "az-a")
+	src.Record(c, "looked-up", "az-b")
 	now = now.Add(2 * fetchRacksIdle)
 	src.Record(c, "fresh", "az-b")
-	if _, ok := src.FetchRack("old", "/10.1.2.3"); !ok {
+	if _, ok := src.FetchRack("looked-up", "/10.1.2.3"); !ok {
 		t.Fatal("a small book forgot an idle client")
 	}
+	now = now.Add(fetchRacksIdle / 2)
 	for i := len(src.racks); i < fetchRacksPruneAt; i++ {
 		src.Record(c, fmt.Sprintf("filler-%d", i), "az-c")
 	}
 	src.Record(c, "newcomer", "az-d")
 	if _, ok := src.FetchRack("old", "/10.1.2.3"); ok {
-		t.Error("a full book kept a client idle for two hours")
+		t.Error("a full book kept a client neither recorded nor looked up for 2.5 idle periods")
 	}
-	for _, id := range []string{"fresh", "filler-5", "newcomer"} {
+	for _, id := range []string{"looked-up", "fresh", "filler-5", "newcomer"} {
 		if _, ok := src.FetchRack(id, "/10.1.2.3"); !ok {
-			t.Errorf("a full book forgot %s, which was heard from just now", id)
+			t.Errorf("a full book forgot %s, heard from within the idle period", id)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -140,12 +139,14 @@ func (u *KgoUpstream) CoordinatorOf(ctx context.Context, group string) (int32, e
 func (u *KgoUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[string]int32, error) {
 	nodes := make(map[string]int32, len(groups))
 	var missing []string
+	asked := make(map[string]bool)
 	now := time.Now()
 	u.mu.Lock()
 	for _, g := range groups {
 		if c, ok := u.known[g]; ok && now.Sub(c.at) < u.ttl {
 			nodes[g] = c.node
-		} else if _, dup := nodes[g]; !dup && !slices.Contains(missing, g) {
+		} else if !asked[g] {
+			asked[g] = true
 			missing = append(missing, g)
 		}
 	}
@@ -158,23 +159,29 @@ func (u *KgoUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[
 	req.CoordinatorKeys = missing
 	resp, err := req.RequestWith(ctx, u.cl)
 	if err != nil {
-		return nodes, fmt.Errorf("FindCoordinator %s: %w", strings.Join(missing, ", "), err)
+		return nodes, fmt.Errorf("FindCoordinator %s: %w", someOf(missing), err)
 	}
 	var errs []error
 	found := make(map[string]cachedNode, len(missing))
 	answered := make(map[string]bool, len(missing))
+	var unanswered []string
 	for _, c := range resp.Coordinators {
 		answered[c.Key] = true
 		if err := kerr.ErrorForCode(c.ErrorCode); err != nil {
-			errs = append(errs, fmt.Errorf("FindCoordinator %s: %w", c.Key, err))
+			if len(errs) < maxGroupErrors {
+				errs = append(errs, fmt.Errorf("FindCoordinator %s: %w", c.Key, err))
+			}
 			continue
 		}
 		found[c.Key] = cachedNode{node: c.NodeID, at: now}
 	}
 	for _, g := range missing {
 		if !answered[g] {
-			errs = append(errs, fmt.Errorf("FindCoordinator %s: the upstream did not answer for it", g))
+			unanswered = append(unanswered, g)
 		}
+	}
+	if len(unanswered) > 0 {
+		errs = append(errs, fmt.Errorf("FindCoordinator %s: the upstream did not answer for them", someOf(unanswered)))
 	}
 	u.mu.Lock()
 	u.pruneLocked(now)
@@ -184,6 +191,18 @@ func (u *KgoUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[
 	}
 	u.mu.Unlock()
 	return nodes, errors.Join(errs...)
+}
+
+// maxGroupErrors caps the per-group errors CoordinatorsOf returns: a
+// cluster-wide failure would otherwise log one line per group.
+const maxGroupErrors = 3
+
+// someOf names the first few of groups and counts the rest.
+func someOf(groups []string) string {
+	if len(groups) <= maxGroupErrors {
+		return strings.Join(groups, ", ")
+	}
+	return fmt.Sprintf("%s and %d more groups", strings.Join(groups[:maxGroupErrors], ", "), len(groups)-maxGroupErrors)
 }
 
 // pruneLocked drops expired coordinators, at most once per ttl, so that the

@@ -131,10 +131,12 @@ func (c *conn) run() {
 	c.info.Upstream = upNode // before anything reads info
 	// The client's requests are read while the upstream is dialled: its
 	// first one, ApiVersions, is usually answered from the remembered
-	// answer (apiversions.go), so a new connection does not wait for a
-	// dial before it can be used. Requests that go upstream wait for it
-	// in awaitUpstream. The dialling goroutine goes on to read the
-	// upstream's responses.
+	// answer (apiversions.go) before the dial ends, so the client learns
+	// the versions while the dial runs. Forwarding it (and any request
+	// that goes upstream) waits for the dial in awaitUpstream, and reading
+	// stops until then: later requests, even ones the coordinator
+	// answers, still wait for the dial. The dialling goroutine goes on to
+	// read the upstream's responses.
 	upDone := make(chan struct{})
 	go func() {
 		defer close(upDone)
@@ -437,7 +439,11 @@ func (c *conn) handle(fr []byte) error {
 			return c.send(nil, fr, false)
 		}
 	}
-	if key == 1 && version >= 11 && !c.rackSeen && c.p.opts.OnFetchRack != nil {
+	// A client that must authenticate first is heard only once it has:
+	// otherwise anyone could fill the rack book, or set another client's
+	// rack, without credentials.
+	authenticated := !c.p.opts.RequireClientSASL || c.saslAccepted.Load()
+	if key == 1 && version >= 11 && !c.rackSeen && c.p.opts.OnFetchRack != nil && authenticated {
 		c.rackSeen = true
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(version)

@@ -38,10 +38,12 @@ func (a *describeAnswerer) Intercept(_ context.Context, r Request) (Decision, er
 // broker closes it; PLAIN and SCRAM clients that authenticated are served.
 func TestProxy_SASLUpstreamInterceptsOnlyAuthenticatedClients(t *testing.T) {
 	ans := &describeAnswerer{}
+	var racks atomic.Int32
 	e := startEnv(t, 1, func(o *Options) {
 		o.ClientOpts = []kgo.Opt{kgo.SASL(plainAuth("gw", "gw-secret"))}
 		o.Interceptor = ans
 		o.RequireClientSASL = true
+		o.OnFetchRack = func(ConnInfo, string, string) { racks.Add(1) }
 	}, kfake.EnableSASL(), kfake.Superuser("PLAIN", "gw", "gw-secret"),
 		kfake.Superuser("PLAIN", "bob", "bob-secret"), kfake.Superuser("SCRAM-SHA-256", "alice", "alice-secret"))
 	describe := kmsg.NewPtrDescribeGroupsRequest()
@@ -85,6 +87,17 @@ func TestProxy_SASLUpstreamInterceptsOnlyAuthenticatedClients(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("fetch rack before authentication", func(t *testing.T) {
+		r := dialRaw(t, e.proxy.Addr())
+		fetch := kmsg.NewPtrFetchRequest()
+		fetch.Version, fetch.Rack = 12, "az-intruder"
+		r.send(fetch, 11)
+		r.closedByPeer()
+		if n := racks.Load(); n != 0 {
+			t.Errorf("the rack of an unauthenticated client's Fetch was recorded %d times", n)
+		}
+	})
 
 	for _, tt := range []struct {
 		name string

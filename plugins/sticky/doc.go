@@ -3,7 +3,8 @@
 // their KIP-881 rack awareness, over the wasmassign ABI model. It is the
 // readable reference: the built-in wasm module is its Rust port
 // (plugins/sticky/rust; RATIONALE.md says why), which a differential test
-// holds to this package's answers byte for byte. This package runs natively
+// holds to this package's answers: the same assignment, member for
+// member, and the same user data, byte for byte. This package runs natively
 // in tests and in the native side of `wasmassign bench`, and the main
 // package in wasm/ compiles it to a Go guest for comparison. It must import only
 // the standard library, sdk/go/abi and plugins/internal/groupview (Kafka's

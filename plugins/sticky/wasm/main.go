@@ -2,8 +2,8 @@
 
 // Command wasm is package sticky compiled to a wasmassign plugin: the Go
 // guest of the reference, which `make testdata` builds into
-// testdata/guests/go/sticky-go.wasm for the differential test and
-// BenchmarkStickyGuests. The built-in sticky module is the Rust port in
+// testdata/guests/go/sticky-go.wasm for BenchmarkStickyGuests and for the
+// differential test when STICKY_WASM names it. The built-in sticky module is the Rust port in
 // plugins/sticky/rust (RATIONALE.md). Build it with
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o sticky.wasm .
