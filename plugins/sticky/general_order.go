@@ -132,30 +132,18 @@ func (s *memberSet) last() int32 {
 // ascend calls fn with the members in ascending key order until fn
 // returns true, and returns that member, or -1.
 func (s *memberSet) ascend(fn func(m int32) bool) int32 {
-	// A walk may start another from its callback: the inner one finds
-	// no scratch and allocates its own.
-	st := s.stack[:0]
-	s.stack = nil
-	t := s.root
-	for t >= 0 || len(st) > 0 {
-		for t >= 0 {
-			st = append(st, t)
-			t = s.left[t]
-		}
-		t = st[len(st)-1]
-		st = st[:len(st)-1]
-		if fn(t) {
-			s.stack = st
-			return t
-		}
-		t = s.right[t]
-	}
-	s.stack = st
-	return -1
+	return s.inOrder(s.left, s.right, fn)
 }
 
 // descend is ascend in descending key order.
 func (s *memberSet) descend(fn func(m int32) bool) int32 {
+	return s.inOrder(s.right, s.left, fn)
+}
+
+// inOrder walks the treap in order, first the near subtree (near[t]) of
+// each node, then the node, then its far subtree, calling fn as ascend
+// does.
+func (s *memberSet) inOrder(near, far []int32, fn func(m int32) bool) int32 {
 	// A walk may start another from its callback: the inner one finds
 	// no scratch and allocates its own.
 	st := s.stack[:0]
@@ -164,7 +152,7 @@ func (s *memberSet) descend(fn func(m int32) bool) int32 {
 	for t >= 0 || len(st) > 0 {
 		for t >= 0 {
 			st = append(st, t)
-			t = s.right[t]
+			t = near[t]
 		}
 		t = st[len(st)-1]
 		st = st[:len(st)-1]
@@ -172,7 +160,7 @@ func (s *memberSet) descend(fn func(m int32) bool) int32 {
 			s.stack = st
 			return t
 		}
-		t = s.left[t]
+		t = far[t]
 	}
 	s.stack = st
 	return -1
