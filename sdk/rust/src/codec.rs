@@ -630,34 +630,47 @@ fn copy_u32s(v: &[u32]) -> Vec<u32> {
     out
 }
 
+/// A 32-bit value the codec reads in bulk: every bit pattern is valid.
+trait Word: Copy {
+    fn from_le(b: [u8; 4]) -> Self;
+}
+
+impl Word for u32 {
+    fn from_le(b: [u8; 4]) -> Self {
+        u32::from_le_bytes(b)
+    }
+}
+
+impl Word for i32 {
+    fn from_le(b: [u8; 4]) -> Self {
+        i32::from_le_bytes(b)
+    }
+}
+
 /// Reads little-endian u32 values from `b` (a multiple of 4 bytes long).
 fn get_u32_values(b: &[u8]) -> Vec<u32> {
-    let n = b.len() / 4;
-    let mut v: Vec<u32> = Vec::with_capacity(n);
-    #[cfg(target_endian = "little")]
-    // SAFETY: as in get_i32_values.
-    unsafe {
-        copy_bytes(v.as_mut_ptr() as *mut u8, b.as_ptr(), 4 * n);
-        v.set_len(n);
-    }
-    #[cfg(not(target_endian = "little"))]
-    v.extend(b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
-    v
+    get_words(b)
 }
 
 /// Reads little-endian i32 values from `b` (a multiple of 4 bytes long).
 fn get_i32_values(b: &[u8]) -> Vec<i32> {
+    get_words(b)
+}
+
+/// Reads little-endian words from `b` (a multiple of 4 bytes long): on a
+/// little-endian machine, wasm included, one bulk copy.
+fn get_words<T: Word>(b: &[u8]) -> Vec<T> {
     let n = b.len() / 4;
-    let mut v: Vec<i32> = Vec::with_capacity(n);
+    let mut v: Vec<T> = Vec::with_capacity(n);
     #[cfg(target_endian = "little")]
     // SAFETY: v has capacity for n values, which the 4*n bytes of b fill
-    // completely; every bit pattern is a valid i32.
+    // completely; T is a 4-byte word for which every bit pattern is valid.
     unsafe {
         copy_bytes(v.as_mut_ptr() as *mut u8, b.as_ptr(), 4 * n);
         v.set_len(n);
     }
     #[cfg(not(target_endian = "little"))]
-    v.extend(b.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+    v.extend(b.chunks_exact(4).map(|c| T::from_le([c[0], c[1], c[2], c[3]])));
     v
 }
 
