@@ -261,45 +261,25 @@ func (d *Decoder) owned(r *reader) []Owned {
 	}
 	out := make([]Owned, n)
 	prev := int32(-1)
-	b := r.b
 	for i := range out {
-		var name []byte
 		var ps []int32
-		read := false
-		off := r.off
-		if len(b)-off >= 2 {
-			l := int(int16(binary.BigEndian.Uint16(b[off:])))
-			if at := off + 2 + l; l >= 0 && len(b)-at >= 4 {
-				c := int(int32(binary.BigEndian.Uint32(b[at:])))
-				if c >= 0 && (len(b)-at-4)/4 >= c {
-					name = b[off+2 : at]
-					if c == 1 && len(d.arena) > 0 {
-						// The usual entry of a large group, without a call.
-						ps, d.arena = d.arena[:1:1], d.arena[1:]
-						ps[0] = int32(binary.BigEndian.Uint32(b[at+4:]))
-					} else {
-						ps = d.partitions(b[at+4 : at+4+4*c])
-					}
-					r.off = at + 4 + 4*c
-					read = true
-				}
-			}
-		}
-		if !read {
+		name, raw, ok := inlineEntry(r)
+		switch {
+		case !ok:
 			name = r.stringBytes("owned topic name")
 			ps = r.int32s("owned partitions")
 			if r.err != nil {
 				return nil
 			}
+		case len(raw) == 4 && len(d.arena) > 0:
+			// The usual entry of a large group, without a call.
+			ps, d.arena = d.arena[:1:1], d.arena[1:]
+			ps[0] = int32(binary.BigEndian.Uint32(raw))
+		default:
+			ps = d.partitions(raw)
 		}
-		var id int32
-		if g := d.guess(prev); g >= 0 && d.names.names[g] == string(name) {
-			id = g
-		} else {
-			id = d.nameAfter(prev, name)
-		}
-		prev = id
-		out[i] = Owned{Topic: id, Partitions: ps}
+		prev = d.topicAfter(prev, name)
+		out[i] = Owned{Topic: prev, Partitions: ps}
 	}
 	return out
 }
@@ -336,7 +316,6 @@ func (d *Decoder) ownedRuns(r *reader) []OwnedRun {
 	ids := d.runIDs[:0]
 	var cur []int32 // the partitions of the run in progress
 	prev := int32(-1)
-	b := r.b
 	flush := func() {
 		if len(ids) > 0 {
 			runs = append(runs, OwnedRun{Topics: d.sharedRun(len(runs), ids), Partitions: cur})
@@ -344,45 +323,29 @@ func (d *Decoder) ownedRuns(r *reader) []OwnedRun {
 		ids = ids[:0]
 	}
 	for range n {
-		var name []byte
-		off := r.off
 		same := false
 		var ps []int32
-		if len(b)-off >= 2 {
-			l := int(int16(binary.BigEndian.Uint16(b[off:])))
-			if at := off + 2 + l; l >= 0 && len(b)-at >= 4 {
-				c := int(int32(binary.BigEndian.Uint32(b[at:])))
-				if c >= 0 && (len(b)-at-4)/4 >= c {
-					name = b[off+2 : at]
-					raw := b[at+4 : at+4+4*c]
-					if len(ids) > 0 && c == len(cur) && (c != 1 || int32(binary.BigEndian.Uint32(raw)) == cur[0]) && (c == 1 || equalBE(raw, cur)) {
-						same = true
-					} else {
-						ps = d.partitions(raw)
-					}
-					r.off = at + 4 + 4*c
-				}
+		name, raw, ok := inlineEntry(r)
+		if ok {
+			c := len(raw) / 4
+			if len(ids) > 0 && c == len(cur) && (c != 1 || int32(binary.BigEndian.Uint32(raw)) == cur[0]) && (c == 1 || equalBE(raw, cur)) {
+				same = true
+			} else {
+				ps = d.partitions(raw)
 			}
-		}
-		if name == nil && r.off == off {
+		} else {
 			name = r.stringBytes("owned topic name")
 			ps = r.int32s("owned partitions")
 			if r.err != nil {
 				return nil
 			}
 		}
-		var id int32
-		if g := d.guess(prev); g >= 0 && d.names.names[g] == string(name) {
-			id = g
-		} else {
-			id = d.nameAfter(prev, name)
-		}
-		prev = id
+		prev = d.topicAfter(prev, name)
 		if !same {
 			flush()
 			cur = ps
 		}
-		ids = append(ids, id)
+		ids = append(ids, prev)
 	}
 	flush()
 	d.runIDs = ids
@@ -409,6 +372,38 @@ func equalBE(raw []byte, ps []int32) bool {
 		}
 	}
 	return true
+}
+
+// inlineEntry reads the owned entry at r's offset when its lengths are in
+// bounds: its topic name and its partitions' raw big-endian bytes. ok is
+// false, and r unchanged, otherwise; the careful reader then names what is
+// wrong.
+func inlineEntry(r *reader) (name, raw []byte, ok bool) {
+	b, off := r.b, r.off
+	if len(b)-off < 2 {
+		return nil, nil, false
+	}
+	l := int(int16(binary.BigEndian.Uint16(b[off:])))
+	at := off + 2 + l
+	if l < 0 || len(b)-at < 4 {
+		return nil, nil, false
+	}
+	c := int(int32(binary.BigEndian.Uint32(b[at:])))
+	if c < 0 || (len(b)-at-4)/4 < c {
+		return nil, nil, false
+	}
+	r.off = at + 4 + 4*c
+	return b[off+2 : at], b[at+4 : r.off], true
+}
+
+// topicAfter returns the id of the owned topic name, which clients usually
+// write in the order of the subscription: first it tries the topic that
+// follows prev.
+func (d *Decoder) topicAfter(prev int32, name []byte) int32 {
+	if g := d.guess(prev); g >= 0 && d.names.names[g] == string(name) {
+		return g
+	}
+	return d.nameAfter(prev, name)
 }
 
 // partitions decodes big-endian int32s from b into the decoder's arena.
