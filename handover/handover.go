@@ -245,6 +245,9 @@ func sharedLists(req *abi.Request, newest int32) map[int32][]int32 {
 	// nothing, since any claim on its topics made in between was checked
 	// against it then. Members of a large group share one or two lists.
 	walked := make(map[int32]bool)
+	// claimed holds the lists that claimed a topic first: only they can
+	// share a holder array.
+	claimed := make(map[int32]bool)
 	for i := range req.Members {
 		m := &req.Members[i]
 		if m.OwnedGeneration != newest {
@@ -267,6 +270,7 @@ func sharedLists(req *abi.Request, newest int32) map[int32][]int32 {
 				switch prev := via[t]; {
 				case prev == 0:
 					via[t] = by
+					claimed[by] = true
 				case prev != by || by == plainClaim:
 					if prev < 0 {
 						clash[prev] = true
@@ -279,8 +283,8 @@ func sharedLists(req *abi.Request, newest int32) map[int32][]int32 {
 		}
 	}
 	out := make(map[int32][]int32)
-	for by := range walked {
-		if !clash[by] {
+	for by := range claimed {
+		if by < 0 && !clash[by] {
 			out[by] = nil
 		}
 	}
