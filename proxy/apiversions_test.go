@@ -115,11 +115,15 @@ func TestAnswerableLocallyFollowsKIP511SoftwarePattern(t *testing.T) {
 // TestProxy_NewConnectionIsServedWhileItsUpstreamIsDialled checks that a
 // client connection's requests are read while its upstream connection is
 // still being dialled: an ApiVersions the proxy can answer from the
-// remembered answer is answered before the dial completes, and a request
-// that must go upstream waits for the dial and is then answered, in order.
+// remembered answer, and a request the interceptor answers, are answered
+// before the dial completes; requests that must go upstream wait for it,
+// more of them than the proxy holds during a dial included, and are then
+// answered in order, followed by the interceptor's answer to a request
+// sent after them.
 func TestProxy_NewConnectionIsServedWhileItsUpstreamIsDialled(t *testing.T) {
 	var gate atomic.Pointer[chan struct{}] // when set, dials wait for it
 	e := startEnv(t, 1, func(o *Options) {
+		o.Interceptor = &testInterceptor{}
 		d := &net.Dialer{Timeout: 5 * time.Second}
 		o.DialUpstream = func(ctx context.Context, addr string) (net.Conn, error) {
 			if g := gate.Load(); g != nil {
@@ -141,21 +145,36 @@ func TestProxy_NewConnectionIsServedWhileItsUpstreamIsDialled(t *testing.T) {
 	gate.Store(&release)
 	r := dialRaw(t, e.proxy.Addr())
 	r.send(av, 1)
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Version = 5
+	dg.Groups = []string{"early"}
+	r.send(dg, 2)
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 9
-	r.send(md, 2)
+	const forwarded = maxEarlyFrames + 8
+	for i := range int32(forwarded) {
+		r.send(md, 3+i)
+	}
+	r.send(dg, 3+forwarded)
 	if corr, resp := r.recv(av); corr != 1 || resp.(*kmsg.ApiVersionsResponse).ErrorCode != 0 {
 		t.Fatalf("ApiVersions during the dial: correlation id %d, error %d", corr, resp.(*kmsg.ApiVersionsResponse).ErrorCode)
 	}
-	// The Metadata request cannot have been answered: nothing reached the
-	// upstream yet.
+	if corr, resp := r.recv(dg); corr != 2 || len(resp.(*kmsg.DescribeGroupsResponse).Groups) != 1 {
+		t.Fatalf("intercepted DescribeGroups during the dial: correlation id %d, response %+v", corr, resp)
+	}
+	// No Metadata can have been answered: nothing reached the upstream yet.
 	r.nc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 	var b [1]byte
 	if n, err := r.nc.Read(b[:]); n > 0 || err == nil {
 		t.Fatal("a response arrived before the upstream connection was open")
 	}
 	close(release)
-	if corr, resp := r.recv(md); corr != 2 || len(resp.(*kmsg.MetadataResponse).Brokers) != 1 {
-		t.Fatalf("Metadata after the dial: correlation id %d, %d brokers", corr, len(resp.(*kmsg.MetadataResponse).Brokers))
+	for i := range int32(forwarded) {
+		if corr, resp := r.recv(md); corr != 3+i || len(resp.(*kmsg.MetadataResponse).Brokers) != 1 {
+			t.Fatalf("Metadata %d after the dial: correlation id %d, %d brokers", i, corr, len(resp.(*kmsg.MetadataResponse).Brokers))
+		}
+	}
+	if corr, _ := r.recv(dg); corr != 3+forwarded {
+		t.Fatalf("DescribeGroups after the forwarded requests: correlation id %d, want %d", corr, 3+forwarded)
 	}
 }

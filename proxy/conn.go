@@ -34,6 +34,20 @@ const (
 	keepReadBuf = 1 << 20
 )
 
+// earlyFrame is a request read while the upstream was still being dialled,
+// waiting to be written to it; s is nil for a request with no response.
+type earlyFrame struct {
+	s  *slot
+	fr []byte
+}
+
+// Bounds on the requests a connection holds while its upstream is dialled;
+// beyond them reading waits for the dial, as it would for a slow upstream.
+const (
+	maxEarlyFrames = 32
+	maxEarlyBytes  = 1 << 20
+)
+
 // slot is one request's place in its connection's response order.
 type slot struct {
 	key, version int16
@@ -80,12 +94,16 @@ type conn struct {
 	q        *respQueue // client order; only readClient pushes and closes
 	inflight chan *slot // upstream order
 
-	upMu  sync.Mutex // serialises writes upstream with their inflight entries
-	upW   *bufio.Writer
-	upSet sync.Mutex // guards up
-	up    net.Conn
-	// upReady is closed once up and upW are set: requests are read while
-	// the upstream is dialled (see run).
+	upMu sync.Mutex // serialises writes upstream with their inflight entries
+	// upW is nil until the upstream is dialled; until then requests to
+	// forward wait in early, in the order they were read (see send).
+	upW        *bufio.Writer
+	early      []earlyFrame
+	earlyBytes int
+	upSet      sync.Mutex // guards up
+	up         net.Conn
+	// upReady is closed once up and upW are set and the early frames are
+	// written: requests are read while the upstream is dialled (see run).
 	upReady chan struct{}
 
 	closeOnce sync.Once
@@ -132,11 +150,12 @@ func (c *conn) run() {
 	// The client's requests are read while the upstream is dialled: its
 	// first one, ApiVersions, is usually answered from the remembered
 	// answer (apiversions.go) before the dial ends, so the client learns
-	// the versions while the dial runs. Forwarding it (and any request
-	// that goes upstream) waits for the dial in awaitUpstream, and reading
-	// stops until then: later requests, even ones the coordinator
-	// answers, still wait for the dial. The dialling goroutine goes on to
-	// read the upstream's responses.
+	// the versions while the dial runs, and a request the coordinator
+	// answers (a JoinGroup on a new group connection) does not wait for
+	// the dial at all. Requests to forward wait in c.early until the dial
+	// ends (send); only beyond maxEarlyFrames or maxEarlyBytes, or for a
+	// request streamed as it arrives, does reading wait for the dial. The
+	// dialling goroutine goes on to read the upstream's responses.
 	upDone := make(chan struct{})
 	go func() {
 		defer close(upDone)
@@ -178,9 +197,46 @@ func (c *conn) dial(addr string) (net.Conn, bool) {
 		up.Close()
 		return nil, false
 	}
-	c.upW = bufio.NewWriterSize(up, bufSize)
-	close(c.upReady)
+	if err := c.writeEarly(bufio.NewWriterSize(up, bufSize)); err != nil {
+		c.close(fmt.Errorf("upstream write: %w", err))
+		return nil, false
+	}
 	return up, true
+}
+
+// writeEarly makes w the upstream writer, first writing to it the requests
+// read during the dial, in order, and registering their slots for the
+// upstream's answers; then it opens the way for writers waiting in
+// awaitUpstream.
+func (c *conn) writeEarly(w *bufio.Writer) error {
+	c.upMu.Lock()
+	defer c.upMu.Unlock()
+	defer close(c.upReady)
+	c.upW = w
+	early := c.early
+	c.early, c.earlyBytes = nil, 0
+	for _, e := range early {
+		if e.s != nil {
+			// Cannot block: inflight is empty before the dial, and early
+			// holds fewer than upstreamDepth frames.
+			c.inflight <- e.s
+		}
+		writeFrame(w, e.fr)
+	}
+	if len(early) == 0 {
+		return nil
+	}
+	return w.Flush()
+}
+
+// writeFrame writes one request frame, its size prefix first; errors stick
+// to w and surface at its next flush.
+func writeFrame(w *bufio.Writer, fr []byte) error {
+	var prefix [4]byte
+	binary.BigEndian.PutUint32(prefix[:], uint32(len(fr)))
+	w.Write(prefix[:])
+	_, err := w.Write(fr)
+	return err
 }
 
 // awaitUpstream waits until the upstream connection is open; it fails
@@ -520,12 +576,26 @@ func (c *conn) complete(s *slot, resp []byte, err error) {
 }
 
 // send writes a request frame upstream, registering s (nil for a request
-// with no response) for the upstream's answer.
+// with no response) for the upstream's answer. While the upstream is
+// dialled, it keeps a copy of fr for writeEarly instead, up to the early
+// bounds, and past them waits for the dial.
 func (c *conn) send(s *slot, fr []byte, flush bool) error {
-	if err := c.awaitUpstream(); err != nil {
-		return err
+	for {
+		c.upMu.Lock()
+		if c.upW != nil {
+			break // still locked
+		}
+		if len(c.early) < maxEarlyFrames && c.earlyBytes+len(fr) <= maxEarlyBytes {
+			c.early = append(c.early, earlyFrame{s: s, fr: bytes.Clone(fr)})
+			c.earlyBytes += len(fr)
+			c.upMu.Unlock()
+			return nil
+		}
+		c.upMu.Unlock()
+		if err := c.awaitUpstream(); err != nil {
+			return err
+		}
 	}
-	c.upMu.Lock()
 	defer c.upMu.Unlock()
 	if s != nil {
 		select {
@@ -534,10 +604,7 @@ func (c *conn) send(s *slot, fr []byte, flush bool) error {
 			return errShutdown
 		}
 	}
-	var prefix [4]byte
-	binary.BigEndian.PutUint32(prefix[:], uint32(len(fr)))
-	c.upW.Write(prefix[:])
-	if _, err := c.upW.Write(fr); err != nil {
+	if err := writeFrame(c.upW, fr); err != nil {
 		return fmt.Errorf("upstream write: %w", err)
 	}
 	if flush {
