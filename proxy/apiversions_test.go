@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,28 +119,14 @@ func TestAnswerableLocallyFollowsKIP511SoftwarePattern(t *testing.T) {
 // answered in order, followed by the interceptor's answer to a request
 // sent after them.
 func TestProxy_NewConnectionIsServedWhileItsUpstreamIsDialled(t *testing.T) {
-	var gate atomic.Pointer[chan struct{}] // when set, dials wait for it
+	var gate dialGate
 	e := startEnv(t, 1, func(o *Options) {
 		o.Interceptor = &testInterceptor{}
-		d := &net.Dialer{Timeout: 5 * time.Second}
-		o.DialUpstream = func(ctx context.Context, addr string) (net.Conn, error) {
-			if g := gate.Load(); g != nil {
-				select {
-				case <-*g:
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-			}
-			return d.DialContext(ctx, "tcp", addr)
-		}
+		gate.install(o)
 	})
-	av := kmsg.NewPtrApiVersionsRequest()
-	av.Version = 3
-	av.ClientSoftwareName, av.ClientSoftwareVersion = "test", "1.0"
-	dialRaw(t, e.proxy.Addr()).roundTrip(av) // the upstream's answer is remembered
-
-	release := make(chan struct{})
-	gate.Store(&release)
+	av := rememberedApiVersions(t, e)
+	release := gate.hold(nil)
+	defer release()
 	r := dialRaw(t, e.proxy.Addr())
 	r.send(av, 1)
 	dg := kmsg.NewPtrDescribeGroupsRequest()
@@ -168,7 +152,7 @@ func TestProxy_NewConnectionIsServedWhileItsUpstreamIsDialled(t *testing.T) {
 	if n, err := r.nc.Read(b[:]); n > 0 || err == nil {
 		t.Fatal("a response arrived before the upstream connection was open")
 	}
-	close(release)
+	release()
 	for i := range int32(forwarded) {
 		if corr, resp := r.recv(md); corr != 3+i || len(resp.(*kmsg.MetadataResponse).Brokers) != 1 {
 			t.Fatalf("Metadata %d after the dial: correlation id %d, %d brokers", i, corr, len(resp.(*kmsg.MetadataResponse).Brokers))
