@@ -161,6 +161,10 @@ type group struct {
 	metadataDeadline time.Time
 	// job is the outstanding assignment job, 0 when none.
 	job uint64
+	// assigned is set when a server-side generation's assignment is
+	// computed while the group waits, in CompletingRebalance, for its
+	// leader's SyncGroup (see becomeStableIfSynced).
+	assigned bool
 	// followUp is set when this generation withheld partitions: once every
 	// member has synced, the coordinator starts the next round (KIP-429).
 	followUp bool

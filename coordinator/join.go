@@ -408,6 +408,7 @@ func (c *Coordinator) prepareRebalance(g *group, reason string) {
 		c.failSyncs(g, kerr.RebalanceInProgress.Code)
 	}
 	g.job = 0
+	g.assigned = false
 	g.metadataDeadline = time.Time{}
 	g.followUp = false
 	clear(g.pendingSync)
@@ -486,6 +487,7 @@ func (c *Coordinator) completeJoin(g *group) {
 	}
 	g.protocol = g.selectProtocol()
 	g.serverSide = c.served(g.protocolType, g.protocol)
+	g.assigned = false
 	c.transition(g, CompletingRebalance)
 	for _, m := range g.sortedMembers() {
 		m.rejoined = m.joinWait != nil

@@ -54,13 +54,26 @@ func TestJoin_ServerSideGroupGetsLeaderThatIsNoMemberAndAssignmentInSync(t *test
 	if gen != 1 {
 		t.Fatalf("generation %d, want 1", gen)
 	}
-	// The assignment was computed as the join phase ended: the group is
-	// Stable and SyncGroup answers at once.
-	if st := h.c.groups["g"].state; st != Stable {
-		t.Fatalf("state %v, want Stable", st)
+	// The assignment was computed as the join phase ended, but the group
+	// stays in CompletingRebalance until its leader (c0, the first to
+	// join) syncs, as in Kafka; c1's SyncGroup waits for c0's, and then
+	// both are answered.
+	if st := h.c.groups["g"].state; st != CompletingRebalance {
+		t.Fatalf("state %v before any SyncGroup, want CompletingRebalance", st)
+	}
+	if l := h.c.groups["g"].leader; l != id0 {
+		t.Fatalf("leader %q, want the first member %q", l, id0)
+	}
+	s1 := h.send(c1, syncReq(5, "g", r1.MemberID, gen))
+	if _, ok := h.take(s1); ok {
+		t.Fatal("a SyncGroup was answered before the leader's")
 	}
 	a0 := decodeAssignment(t, h.do(c0, syncReq(5, "g", id0, gen)).(*kmsg.SyncGroupResponse).MemberAssignment)
-	a1 := decodeAssignment(t, h.do(c1, syncReq(5, "g", r1.MemberID, gen)).(*kmsg.SyncGroupResponse).MemberAssignment)
+	resp, ok := h.take(s1)
+	if !ok || h.c.groups["g"].state != Stable {
+		t.Fatalf("after the leader's SyncGroup: other answered %v, state %v", ok, h.c.groups["g"].state)
+	}
+	a1 := decodeAssignment(t, resp.(*kmsg.SyncGroupResponse).MemberAssignment)
 	// Range over two members: whoever sorts first gets partitions 0 and 1.
 	first, second := a0, a1
 	if r1.MemberID < id0 {

@@ -85,8 +85,12 @@ func (c *Coordinator) syncGroup(id RequestID, r *kmsg.SyncGroupRequest) {
 			}
 			c.becomeStable(g)
 		}
-		// Server-side: the SyncGroup waits for the assignment job; it is
-		// answered the moment the group turns Stable.
+		// Server-side: the SyncGroup waits for the assignment job and the
+		// leader's SyncGroup; it is answered the moment the group turns
+		// Stable.
+		if g.serverSide && m.id == g.leader {
+			c.becomeStableIfSynced(g)
+		}
 	case Stable:
 		delete(g.pendingSync, m.id)
 		m.heartbeatDeadline = c.now.Add(m.session)
@@ -104,6 +108,23 @@ func (c *Coordinator) answerSync(g *group, m *member, id RequestID, version int1
 	c.reply(id, c.syncSuccess(g, m, version))
 	m.held = m.assigned
 	m.heldGen = g.generation
+}
+
+// becomeStableIfSynced turns a server-side group Stable once its
+// assignment is computed and its leader has sent SyncGroup. The leader
+// learns nothing from its JoinGroup answer here (no member leads, see
+// joinSuccess), but waiting for its SyncGroup keeps Kafka's timing: a
+// group stays in CompletingRebalance until the leader syncs, and a member
+// joining in that window fails the parked SyncGroups at once, so their
+// members rejoin without waiting for a heartbeat. Were the group Stable
+// the moment the plugin answered, members starting together (a deploy)
+// would each find a group just turned Stable, and every generation's
+// members would wait up to a heartbeat interval to learn of the next. A
+// leader that never syncs is removed at the sync deadline, as in Kafka.
+func (c *Coordinator) becomeStableIfSynced(g *group) {
+	if g.state == CompletingRebalance && g.assigned && !g.pendingSync[g.leader] {
+		c.becomeStable(g)
+	}
 }
 
 // becomeStable turns the group Stable and answers every parked SyncGroup.

@@ -388,6 +388,7 @@ func TestJoin_KnownMemberRejoiningWithSameMetadataGetsTheCurrentGeneration(t *te
 		t.Fatalf("rejoin in CompletingRebalance: %v gen %d state %v", kerr.ErrorForCode(again.ErrorCode), again.Generation, h.c.groups["g"].state)
 	}
 	h.runJobs()
+	h.do(Client{ID: "a"}, syncReq(5, "g", r.MemberID, 1)) // the leader's sync makes it Stable
 	// Stable, same metadata: the current generation again, no rebalance.
 	again = h.do(Client{ID: "a"}, joinReq(9, "g", r.MemberID, "", rangeProto("t"))).(*kmsg.JoinGroupResponse)
 	if again.ErrorCode != 0 || again.Generation != 1 || h.c.groups["g"].state != Stable {

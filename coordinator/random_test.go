@@ -261,7 +261,16 @@ func (w *world) check() error {
 		return fmt.Errorf("PreparingRebalance with no join deadline")
 	}
 	if g.state == CompletingRebalance && g.serverSide && g.job == 0 {
-		return fmt.Errorf("CompletingRebalance with no assignment job")
+		// With the assignment computed, only the leader's SyncGroup may be
+		// missing, and the sync deadline bounds the wait for it.
+		switch {
+		case !g.assigned:
+			return fmt.Errorf("CompletingRebalance with no assignment job")
+		case !g.pendingSync[g.leader]:
+			return fmt.Errorf("CompletingRebalance with the assignment computed and the leader synced")
+		case g.syncDeadline.IsZero():
+			return fmt.Errorf("CompletingRebalance waiting for the leader with no sync deadline")
+		}
 	}
 	// Single ownership, in reality: no two current members hold a partition.
 	owner := map[string]string{}
