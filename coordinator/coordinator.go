@@ -91,7 +91,8 @@ type Coordinator struct {
 	idCount uint64
 	nextJob uint64
 	jobs    map[uint64]*jobState
-	// covered holds every topic some SetMetadata looked up, present or not.
+	// covered holds every topic the latest SetMetadata looked up, present
+	// or not.
 	covered map[string]bool
 	// sessionsPaused is set while the upstream is unreachable
 	// (PauseSessions): members cannot reach the gateway then, and must not

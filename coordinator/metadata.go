@@ -49,12 +49,17 @@ func (c *Coordinator) SetMetadata(now time.Time, md *Metadata) Output {
 	c.meta = md
 	c.place = nil
 	if md != nil {
+		// Each update covers every subscribed topic (see Metadata), so the
+		// set is rebuilt rather than added to: topics no group subscribes
+		// to any more drop out of it.
+		covered := make(map[string]bool, len(md.Topics)+len(md.Covered))
 		for t := range md.Topics {
-			c.covered[t] = true
+			covered[t] = true
 		}
 		for _, t := range md.Covered {
-			c.covered[t] = true
+			covered[t] = true
 		}
+		c.covered = covered
 	}
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]

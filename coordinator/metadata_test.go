@@ -209,8 +209,9 @@ func TestMetadataWait_FirstAssignmentWaitsForTopicsNeverLookedUp(t *testing.T) {
 	tests := []struct {
 		name string
 		wait time.Duration
-		// before is the metadata set before the member joins; nil for none.
-		before *Metadata
+		// before are the metadata updates made before the member joins, in
+		// order.
+		before []*Metadata
 		// arriveAfter is when metadata with "t" arrives after the join
 		// completes; negative for never.
 		arriveAfter time.Duration
@@ -224,15 +225,18 @@ func TestMetadataWait_FirstAssignmentWaitsForTopicsNeverLookedUp(t *testing.T) {
 		{name: "held until the metadata arrives", wait: wait, arriveAfter: time.Second, wantWaited: true, wantGeneration: 1},
 		{name: "assigned when the wait ends, rebalanced on arrival", wait: wait, arriveAfter: 2 * wait, wantWaited: true, wantGeneration: 2},
 		{name: "no waiting configured", arriveAfter: time.Second, wantGeneration: 2},
-		{name: "a topic looked up and found absent is not waited for", wait: wait, before: &Metadata{Topics: map[string]TopicMetadata{}, Covered: []string{"t"}}, arriveAfter: time.Second, wantGeneration: 2},
-		{name: "a topic already known is not waited for", wait: wait, before: meta(map[string]int{"t": 4}), arriveAfter: -1, wantGeneration: 1},
+		{name: "a topic looked up and found absent is not waited for", wait: wait, before: []*Metadata{{Topics: map[string]TopicMetadata{}, Covered: []string{"t"}}}, arriveAfter: time.Second, wantGeneration: 2},
+		{name: "a topic already known is not waited for", wait: wait, before: []*Metadata{meta(map[string]int{"t": 4})}, arriveAfter: -1, wantGeneration: 1},
+		// Each update covers every subscribed topic, so one that a later
+		// update left out is no longer known, and is looked up again.
+		{name: "a topic a later update left out is waited for again", wait: wait, before: []*Metadata{meta(map[string]int{"t": 4}), meta(map[string]int{"u": 2})}, arriveAfter: time.Second, wantWaited: true, wantGeneration: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}, MetadataWait: tt.wait})
 			h.autoJobs = false
-			if tt.before != nil {
-				h.setMetadata(tt.before)
+			for _, md := range tt.before {
+				h.setMetadata(md)
 			}
 			a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
 			a.join()
@@ -250,7 +254,7 @@ func TestMetadataWait_FirstAssignmentWaitsForTopicsNeverLookedUp(t *testing.T) {
 			if asked := slices.Compact(slices.Sorted(slices.Values(h.needMetadata))); waited && !slices.Equal(asked, []string{"t"}) {
 				t.Fatalf("asked for metadata of %v, want [t]", h.needMetadata)
 			}
-			if tt.before == nil && len(h.needMetadata) == 0 {
+			if len(tt.before) == 0 && len(h.needMetadata) == 0 {
 				t.Fatal("a JoinGroup naming a topic never looked up did not ask for its metadata")
 			}
 			if tt.arriveAfter >= 0 {
