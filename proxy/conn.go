@@ -48,6 +48,10 @@ const (
 	maxEarlyBytes  = 1 << 20
 )
 
+// writeEarly's slots must fit in inflight without a reader: this fails to
+// compile otherwise.
+const _ = uint(upstreamDepth - maxEarlyFrames)
+
 // slot is one request's place in its connection's response order.
 type slot struct {
 	key, version int16
@@ -159,9 +163,23 @@ func (c *conn) run() {
 	upDone := make(chan struct{})
 	go func() {
 		defer close(upDone)
-		if up, ok := c.dial(addr); ok {
-			c.readUpstream(bufio.NewReaderSize(up, bufSize))
+		up, ok := c.dial(addr)
+		if !ok {
+			return
 		}
+		// The early requests are written while responses are read: a
+		// broker answers one request at a time and stops reading while its
+		// answer waits to be read, so a writer that waited for the reader
+		// to start could wait forever once the socket buffers fill.
+		wrote := make(chan struct{})
+		go func() {
+			defer close(wrote)
+			if err := c.writeEarly(bufio.NewWriterSize(up, bufSize)); err != nil {
+				c.close(fmt.Errorf("upstream write: %w", err))
+			}
+		}()
+		c.readUpstream(bufio.NewReaderSize(up, bufSize))
+		<-wrote
 	}()
 	c.readClient()
 	select {
@@ -172,8 +190,9 @@ func (c *conn) run() {
 	<-upDone
 }
 
-// dial opens the upstream connection and makes it available to writers;
-// on failure it closes the client connection and returns false.
+// dial opens the upstream connection (writeEarly then makes it available
+// to writers); on failure it closes the client connection and returns
+// false.
 func (c *conn) dial(addr string) (net.Conn, bool) {
 	up, err := c.p.opts.DialUpstream(c.ctx, addr)
 	if err != nil {
@@ -197,10 +216,6 @@ func (c *conn) dial(addr string) (net.Conn, bool) {
 		up.Close()
 		return nil, false
 	}
-	if err := c.writeEarly(bufio.NewWriterSize(up, bufSize)); err != nil {
-		c.close(fmt.Errorf("upstream write: %w", err))
-		return nil, false
-	}
 	return up, true
 }
 
@@ -218,7 +233,7 @@ func (c *conn) writeEarly(w *bufio.Writer) error {
 	for _, e := range early {
 		if e.s != nil {
 			// Cannot block: inflight is empty before the dial, and early
-			// holds fewer than upstreamDepth frames.
+			// holds at most upstreamDepth frames (checked below).
 			c.inflight <- e.s
 		}
 		writeFrame(w, e.fr)

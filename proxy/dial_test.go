@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wasmassign/wasmassign/proxy/frame"
 )
 
 // dialGate holds the proxy's upstream dials while a test looks at what
@@ -19,6 +23,9 @@ type dialGate struct {
 	mu   sync.Mutex
 	wait chan struct{} // nil: dials go ahead
 	fail error         // once released, held dials fail with it
+	// dial, when set, opens the connection instead of a plain dial of
+	// the broker's address.
+	dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // install makes the gate the proxy's upstream dialer.
@@ -26,7 +33,7 @@ func (g *dialGate) install(o *Options) {
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	o.DialUpstream = func(ctx context.Context, addr string) (net.Conn, error) {
 		g.mu.Lock()
-		wait, fail := g.wait, g.fail
+		wait, fail, dial := g.wait, g.fail, g.dial
 		g.mu.Unlock()
 		if wait != nil {
 			select {
@@ -37,6 +44,9 @@ func (g *dialGate) install(o *Options) {
 			if fail != nil {
 				return nil, fail
 			}
+		}
+		if dial != nil {
+			return dial(ctx, addr)
 		}
 		return d.DialContext(ctx, "tcp", addr)
 	}
@@ -111,7 +121,23 @@ func duringDial(t *testing.T, fail error, tweak func(*Options)) (e *testEnv, rel
 	if corr, resp := r.recv(av); corr != 1 || resp.(*kmsg.ApiVersionsResponse).ErrorCode != 0 {
 		t.Fatalf("ApiVersions during the dial: correlation id %d, error %d", corr, resp.(*kmsg.ApiVersionsResponse).ErrorCode)
 	}
+	// Both requests wait for the dial: the ApiVersions, forwarded for the
+	// broker's record, and the Metadata.
+	e.waitEarlyFrames(t, 2)
 	return e, release, r, md
+}
+
+// waitEarlyFrames waits until the proxy's connections hold n requests for
+// their upstream dials.
+func (e *testEnv) waitEarlyFrames(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.earlyFrames() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests held during the dial, want %d", e.earlyFrames(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func TestProxy_ClientLeavingDuringTheDialEndsItsConnection(t *testing.T) {
@@ -146,7 +172,14 @@ func TestProxy_CloseDuringTheDialAnswersTheRequestsRead(t *testing.T) {
 		defer cancel()
 		closed <- e.proxy.Close(ctx)
 	}()
-	time.Sleep(50 * time.Millisecond) // Close is waiting for the connection
+	// Release the dial only once Close is draining the connection.
+	deadline := time.Now().Add(5 * time.Second)
+	for !e.allDraining() {
+		if time.Now().After(deadline) {
+			t.Fatal("Close did not start draining the connection")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	release()
 	if corr, resp := r.recv(md); corr != 2 || len(resp.(*kmsg.MetadataResponse).Brokers) != 1 {
 		t.Fatalf("Metadata read before Close: correlation id %d, %d brokers", corr, len(resp.(*kmsg.MetadataResponse).Brokers))
@@ -157,4 +190,127 @@ func TestProxy_CloseDuringTheDialAnswersTheRequestsRead(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+}
+
+// allDraining reports whether the proxy is closing and drains every client
+// connection it still serves.
+func (e *testEnv) allDraining() bool {
+	e.proxy.mu.Lock()
+	defer e.proxy.mu.Unlock()
+	if !e.proxy.closing {
+		return false
+	}
+	for c := range e.proxy.conns {
+		if !c.draining.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// serialBroker listens like a broker that handles one request at a time
+// per connection: it reads a request, writes its whole answer (a frame
+// of answerSize bytes after the correlation id, which it copies), and only
+// then reads the next. It returns its address.
+func serialBroker(t *testing.T, answerSize int) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				for {
+					fr, err := frame.Read(c, nil, 16<<20)
+					if err != nil || len(fr) < 8 {
+						return
+					}
+					answer := make([]byte, 8+answerSize)
+					binary.BigEndian.PutUint32(answer, uint32(4+answerSize))
+					copy(answer[4:8], fr[4:8]) // correlation id
+					if _, err := c.Write(answer); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestProxy_RequestsReadDuringTheDialDoNotDeadlockABroker pipelines, while
+// the upstream is dialled, requests that together fill small socket
+// buffers, to a broker that answers each with 2 MiB and reads nothing more
+// until its answer has been read. The proxy must read answers while it
+// writes the requests it held, or both ends wait on each other forever.
+func TestProxy_RequestsReadDuringTheDialDoNotDeadlockABroker(t *testing.T) {
+	broker := serialBroker(t, 2<<20)
+	var gate dialGate
+	e := startEnv(t, 1, gate.install)
+	gate.mu.Lock()
+	gate.dial = func(ctx context.Context, _ string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", broker)
+		if err != nil {
+			return nil, err
+		}
+		tc := c.(*net.TCPConn)
+		tc.SetReadBuffer(64 << 10)
+		tc.SetWriteBuffer(64 << 10)
+		return c, nil
+	}
+	gate.mu.Unlock()
+	release := gate.hold(nil)
+	t.Cleanup(release)
+
+	// ListOffsets for 60 topics of 900-byte names: about 55 KB each, under
+	// the size from which requests are streamed, so all are held for the
+	// dial (16 of them, under the 1 MiB bound).
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Version = 1
+	for i := range 60 {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = fmt.Sprintf("%s-%d", strings.Repeat("t", 900), i)
+		lo.Topics = append(lo.Topics, rt)
+	}
+	const requests = 16
+	r := dialRaw(t, e.proxy.Addr())
+	for i := range int32(requests) {
+		r.send(lo, 100+i)
+	}
+	e.waitEarlyFrames(t, requests) // all held before the dial ends
+	release()
+	for i := range int32(requests) {
+		fr, err := r.readFrame()
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		if corr := int32(binary.BigEndian.Uint32(fr)); corr != 100+i || len(fr) != 4+2<<20 {
+			t.Fatalf("answer %d: correlation id %d, %d bytes", i, corr, len(fr))
+		}
+	}
+}
+
+// earlyFrames returns how many requests the proxy's connections hold for
+// their upstream dials.
+func (e *testEnv) earlyFrames() int {
+	e.proxy.mu.Lock()
+	conns := make([]*conn, 0, len(e.proxy.conns))
+	for c := range e.proxy.conns {
+		conns = append(conns, c)
+	}
+	e.proxy.mu.Unlock()
+	n := 0
+	for _, c := range conns {
+		c.upMu.Lock()
+		n += len(c.early)
+		c.upMu.Unlock()
+	}
+	return n
 }
