@@ -314,3 +314,49 @@ func (e *testEnv) earlyFrames() int {
 	}
 	return n
 }
+
+// TestProxy_StreamedRequestDuringTheDialKeepsItsPlace sends, while the
+// upstream is dialled, a small request (held), a Produce large enough to
+// be streamed (which waits for the dial) and another small one: the broker
+// must receive them in that order, and the answers leave in it.
+func TestProxy_StreamedRequestDuringTheDialKeepsItsPlace(t *testing.T) {
+	broker := serialBroker(t, 8)
+	var gate dialGate
+	e := startEnv(t, 1, gate.install)
+	gate.mu.Lock()
+	gate.dial = func(ctx context.Context, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", broker)
+	}
+	gate.mu.Unlock()
+	release := gate.hold(nil)
+	t.Cleanup(release)
+
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Version = 1
+	lo.Topics = append(lo.Topics, kmsg.NewListOffsetsRequestTopic())
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Version = 9 // below KIP-951: its answer passes unread
+	produce.Acks = -1
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = testTopic
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = make([]byte, 2*defaultStreamFrom) // the broker reads no records
+	pt.Partitions = append(pt.Partitions, pp)
+	produce.Topics = append(produce.Topics, pt)
+
+	r := dialRaw(t, e.proxy.Addr())
+	r.send(lo, 1)
+	e.waitEarlyFrames(t, 1)
+	r.send(produce, 2)
+	r.send(lo, 3)
+	release()
+	for want := int32(1); want <= 3; want++ {
+		fr, err := r.readFrame()
+		if err != nil {
+			t.Fatalf("answer %d: %v", want, err)
+		}
+		if corr := int32(binary.BigEndian.Uint32(fr)); corr != want {
+			t.Fatalf("answer with correlation id %d, want %d", corr, want)
+		}
+	}
+}
