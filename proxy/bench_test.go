@@ -186,3 +186,49 @@ func BenchmarkProxyLargeFetch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRewriteMetadata rewrites a Metadata response (v12, 3 brokers,
+// one topic) as the proxy does, its broker list in place, and as it did
+// before, decoding, rewriting and encoding all of it, taking turns within
+// the run; it reports both times and their ratio (in place over full).
+func BenchmarkRewriteMetadata(b *testing.B) {
+	for _, partitions := range []int{100, 10_000} {
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.Version = 12
+		for n := range int32(3) {
+			br := kmsg.NewMetadataResponseBroker()
+			br.NodeID, br.Host, br.Port = n, fmt.Sprintf("broker-%d.upstream.example", n), 9092
+			resp.Brokers = append(resp.Brokers, br)
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = kmsg.StringPtr("events")
+		for p := range int32(partitions) {
+			mp := kmsg.NewMetadataResponseTopicPartition()
+			mp.Partition, mp.Leader = p, p%3
+			mp.Replicas, mp.ISR = []int32{p % 3, (p + 1) % 3, (p + 2) % 3}, []int32{p % 3, (p + 1) % 3}
+			mt.Partitions = append(mt.Partitions, mp)
+		}
+		resp.Topics = append(resp.Topics, mt)
+		body := resp.AppendTo(nil)
+		b.Run(fmt.Sprintf("partitions=%d", partitions), func(b *testing.B) {
+			var inPlace, full time.Duration
+			for range b.N {
+				t0 := time.Now()
+				if _, err := rewriteMetadataBrokers(12, body, fuzzAdvertise); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				r, err := decodeResponse(3, 12, body)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rewriteAddresses(r, fuzzAdvertise)
+				r.AppendTo(nil)
+				inPlace, full = inPlace+t1.Sub(t0), full+time.Since(t1)
+			}
+			b.ReportMetric(float64(inPlace.Nanoseconds())/float64(b.N), "in-place-ns/op")
+			b.ReportMetric(float64(full.Nanoseconds())/float64(b.N), "full-ns/op")
+			b.ReportMetric(inPlace.Seconds()/full.Seconds(), "ratio")
+		})
+	}
+}

@@ -122,11 +122,18 @@ func decodeResponse(key, version int16, body []byte) (kmsg.Response, error) {
 }
 
 // rewriteResponseBody decodes a response body naming brokers, rewrites the
-// addresses and encodes it again; errNotRewritten when the bytes can go
-// out unchanged.
+// addresses and encodes it again (a Metadata response only as far as its
+// broker list, see metadata.go); errNotRewritten when the bytes can go out
+// unchanged.
 func rewriteResponseBody(key, version int16, body []byte, adv advertiser) ([]byte, error) {
 	if (key == 1 && !fetchHasTopLevelTags(body)) || (key == 0 && !produceHasTopLevelTags(body, version)) {
 		return nil, errNotRewritten
+	}
+	if key == 3 {
+		if out, err := rewriteMetadataBrokers(version, body, adv); err == nil {
+			return out, nil
+		}
+		// A broker list the walk cannot read: the full decode says why.
 	}
 	resp, err := decodeResponse(key, version, body)
 	if err != nil {
