@@ -590,26 +590,28 @@ impl<'g, 'a> General<'g, 'a> {
         Some(false)
     }
 
+    /// Returns the first member taking part, in ascending (or, with desc,
+    /// descending) order of (count, member id), for which pred holds, or
+    /// -1: the set's ascend and descend in general.go.
+    fn first_where(&mut self, desc: bool, pred: impl Fn(&Self, i32) -> bool) -> i32 {
+        let mut w = self.set.walk(desc);
+        let found = loop {
+            let m = self.set.next(&mut w);
+            if m < 0 || pred(self, m) {
+                break m;
+            }
+        };
+        self.set.finish(w);
+        found
+    }
+
     /// Returns the first member, by (count, member id), taking part in
     /// step 4 that subscribes to rank r.
     pub(crate) fn first_subscriber(&mut self, r: i32) -> i32 {
         let ru = r as usize;
         if self.min_ver[ru] != self.version {
             self.min_ver[ru] = self.version;
-            let mut found = -1;
-            let mut w = self.set.walk(false);
-            loop {
-                let m = self.set.next(&mut w);
-                if m < 0 {
-                    break;
-                }
-                if self.subscribes(m, r) {
-                    found = m;
-                    break;
-                }
-            }
-            self.set.finish(w);
-            self.min_sub[ru] = found;
+            self.min_sub[ru] = self.first_where(false, |s, m| s.subscribes(m, r));
         }
         self.min_sub[ru]
     }
@@ -620,19 +622,7 @@ impl<'g, 'a> General<'g, 'a> {
         let ru = r as usize;
         if self.max_ver[ru] != self.version {
             self.max_ver[ru] = self.version;
-            let mut found = -1;
-            let mut w = self.set.walk(true);
-            loop {
-                let m = self.set.next(&mut w);
-                if m < 0 {
-                    break;
-                }
-                if self.holds(m, r) {
-                    found = m;
-                    break;
-                }
-            }
-            self.set.finish(w);
+            let found = self.first_where(true, |s, m| s.holds(m, r));
             self.max_hold[ru] = if found >= 0 { self.size[found as usize] } else { -1 };
         }
         self.max_hold[ru]
