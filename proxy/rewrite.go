@@ -344,6 +344,57 @@ func (w *walker) compactLen() int {
 	return int(n - 1)
 }
 
+func (w *walker) int32() int32 {
+	if w.bad || len(w.b) < 4 {
+		w.bad = true
+		return 0
+	}
+	v := int32(binary.BigEndian.Uint32(w.b))
+	w.b = w.b[4:]
+	return v
+}
+
+// length reads a string (int16) or, wide, an array (int32) length, or a
+// compact one in flexible versions; null reads as -1.
+func (w *walker) length(flexible, wide bool) int {
+	switch {
+	case w.bad:
+		return 0
+	case flexible:
+		return w.compactLenOrNull()
+	case wide:
+		return int(w.int32())
+	case len(w.b) < 2:
+		w.bad = true
+		return 0
+	}
+	v := int16(binary.BigEndian.Uint16(w.b))
+	w.b = w.b[2:]
+	return int(v)
+}
+
+// compactLenOrNull is compactLen with null reading as -1.
+func (w *walker) compactLenOrNull() int {
+	null := len(w.b) > 0 && w.b[0] == 0
+	n := w.compactLen()
+	if null && !w.bad {
+		return -1
+	}
+	return n
+}
+
+// str reads a string that must not be null.
+func (w *walker) str(flexible bool) string {
+	n := w.length(flexible, false)
+	if w.bad || n < 0 || n > len(w.b) {
+		w.bad = true
+		return ""
+	}
+	s := string(w.b[:n])
+	w.b = w.b[n:]
+	return s
+}
+
 func (w *walker) tags() {
 	if w.bad {
 		return
