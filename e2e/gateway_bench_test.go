@@ -355,18 +355,6 @@ func benchRebalance(b *testing.B, e *benchEnv) {
 	b.ReportMetric(mean(join50[2]).Seconds()/mean(join50[0]).Seconds(), "join50-mean-ratio")
 }
 
-// medianFloat returns the median of sorted xs, 0 for none.
-func medianFloat(xs []float64) float64 {
-	switch n := len(xs); {
-	case n == 0:
-		return 0
-	case n%2 == 1:
-		return xs[n/2]
-	default:
-		return (xs[n/2-1] + xs[n/2]) / 2
-	}
-}
-
 // mean returns the mean of ds, 0 for none.
 func mean(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
@@ -379,13 +367,13 @@ func mean(ds []time.Duration) time.Duration {
 	return sum / time.Duration(len(ds))
 }
 
-// median returns the median of ds (the mean of the middle two for an even
+// median returns the median of xs (the mean of the middle two for an even
 // count), 0 for none. It sorts a copy.
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
+func median[T ~int64 | ~float64](xs []T) T {
+	if len(xs) == 0 {
 		return 0
 	}
-	s := slices.Clone(ds)
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
@@ -624,8 +612,7 @@ func benchThroughput(b *testing.B, e *benchEnv) {
 	direct, gateway := mb/elapsed[0].Seconds(), mb/elapsed[1].Seconds()
 	b.ReportMetric(direct, "direct-MB/s")
 	b.ReportMetric(gateway, "gateway-MB/s")
-	slices.Sort(pairs)
-	b.ReportMetric(medianFloat(pairs), "ratio")
+	b.ReportMetric(median(pairs), "ratio")
 	b.ReportMetric(gateway/direct, "ratio-of-totals")
 	// Which half differs: time to produce (until Flush returns) and then
 	// to consume, gateway over direct (above 1: the gateway is slower).
