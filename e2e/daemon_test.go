@@ -71,10 +71,13 @@ type daemon struct {
 	t                testing.TB
 	cfgFile          string
 	bootstrap, admin string
-	cmd              *exec.Cmd
-	log              *syncBuffer
-	exited           chan struct{}
-	exitErr          error
+	// embedded are the embedded cluster's broker addresses, when the
+	// daemon runs one.
+	embedded []string
+	cmd      *exec.Cmd
+	log      *syncBuffer
+	exited   chan struct{}
+	exitErr  error
 }
 
 // startDaemon writes configText to a file in dir and runs the binary on
@@ -130,6 +133,9 @@ func startDaemonFile(t testing.TB, cfgFile string) *daemon {
 			}
 			if a, ok := strings.CutPrefix(line, "wasmassign gateway listening on "); ok {
 				d.bootstrap = a
+			}
+			if a, ok := strings.CutPrefix(line, "embedded cluster brokers (direct, bypassing the gateway): "); ok {
+				d.embedded = strings.Split(a, ",")
 			}
 			if a, ok := strings.CutPrefix(line, "admin API and metrics on http://"); ok {
 				d.admin = a

@@ -10,8 +10,10 @@
 // partition p of a topic at offset o has the replicas b[(p+j+o) % n] for
 // j < replication, and the first replica leads.
 //
-// This package only starts and stops the cluster; the gateway talks to it
-// over its listeners like any other upstream.
+// The gateway talks to the cluster like any other upstream, by the Kafka
+// protocol, except that [Cluster.Dial] connects to a broker in memory
+// rather than over loopback TCP; clients can still reach the brokers'
+// TCP listeners directly.
 package embedded
 
 import (
@@ -27,8 +29,9 @@ import (
 
 // Cluster is a running embedded cluster.
 type Cluster struct {
-	kc    *kfake.Cluster
-	addrs []string
+	kc        *kfake.Cluster
+	addrs     []string
+	listeners *listeners
 }
 
 // Start starts a cluster with cfg.Brokers brokers on loopback ports and
@@ -36,15 +39,17 @@ type Cluster struct {
 // topics exist.
 func Start(ctx context.Context, cfg config.Embedded, logger *slog.Logger) (*Cluster, error) {
 	ports := make([]int, cfg.Brokers)
+	ls := &listeners{byAddr: make(map[string]*listener)}
 	kc, err := kfake.NewCluster(
 		kfake.Ports(ports...),
+		kfake.ListenFn(ls.listen),
 		kfake.WithLogger(kfakeLogger{logger}),
 		kfake.ClusterID("wasmassign-embedded"),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)
 	}
-	c := &Cluster{kc: kc, addrs: kc.ListenAddrs()}
+	c := &Cluster{kc: kc, addrs: kc.ListenAddrs(), listeners: ls}
 	if err := c.createTopics(ctx, cfg.Topics); err != nil {
 		kc.Close()
 		return nil, err

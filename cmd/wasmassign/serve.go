@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -224,6 +225,11 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 		default:
 		}
 	}
+	// The embedded brokers are in this process: reach them in memory, not
+	// over loopback TCP (package embedded says what that saves).
+	if d.cluster != nil && popts.DialUpstream == nil {
+		popts.DialUpstream = d.cluster.Dial
+	}
 	popts.Listen = d.prebound.take
 	popts.Logger = log
 	if d.proxy, err = proxy.New(popts); err != nil {
@@ -266,6 +272,9 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 func (d *daemon) announce(w io.Writer) {
 	addr := d.proxy.Addr()
 	fmt.Fprintf(w, "wasmassign gateway listening on %s\n", addr)
+	if d.cluster != nil {
+		fmt.Fprintf(w, "embedded cluster brokers (direct, bypassing the gateway): %s\n", strings.Join(d.cluster.Addrs(), ","))
+	}
 	if d.adminLn != nil {
 		fmt.Fprintf(w, "admin API and metrics on http://%s\n", d.adminLn.Addr())
 	}

@@ -6,16 +6,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 )
@@ -23,7 +26,9 @@ import (
 // daemonUnderTest is a `wasmassign serve` running in this process.
 type daemonUnderTest struct {
 	bootstrap, admin string
-	stop             func() int
+	// embedded are the embedded cluster's brokers, when it runs one.
+	embedded []string
+	stop     func() int
 }
 
 // startServe runs serve with the given config text and waits for it to
@@ -51,6 +56,9 @@ func startServe(t *testing.T, configText string) *daemonUnderTest {
 		line := lines.Text()
 		if a, ok := strings.CutPrefix(line, "wasmassign gateway listening on "); ok {
 			d.bootstrap = a
+		}
+		if a, ok := strings.CutPrefix(line, "embedded cluster brokers (direct, bypassing the gateway): "); ok {
+			d.embedded = strings.Split(a, ",")
 		}
 		if a, ok := strings.CutPrefix(line, "admin API and metrics on http://"); ok {
 			d.admin = a
@@ -116,6 +124,50 @@ var serveConfig = testutil.GatewayConfig{
 	EmbeddedTopics:  []string{"events:6"},
 	Groups:          []testutil.GroupRule{{Match: "ranked-*", Assignor: "roundrobin"}, {Match: "*"}},
 }.String()
+
+// TestServe_AnnouncesTheEmbeddedBrokers checks the addresses announced for
+// direct use: they serve the configured topic, and they are not the
+// gateway's, which the gateway's own metadata names instead.
+func TestServe_AnnouncesTheEmbeddedBrokers(t *testing.T) {
+	d := startServe(t, serveConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if len(d.embedded) != 2 {
+		t.Fatalf("announced embedded brokers %q, want 2", d.embedded)
+	}
+	brokers := func(seeds []string) []string {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("events")
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 6 {
+			t.Fatalf("metadata through %v: %+v", seeds, resp.Topics)
+		}
+		var addrs []string
+		for _, b := range resp.Brokers {
+			addrs = append(addrs, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+		}
+		slices.Sort(addrs)
+		return addrs
+	}
+	direct, gateway := brokers(d.embedded), brokers([]string{d.bootstrap})
+	want := slices.Sorted(slices.Values(d.embedded))
+	if !slices.Equal(direct, want) {
+		t.Errorf("the embedded brokers advertise %v, want the announced %v", direct, want)
+	}
+	if slices.ContainsFunc(gateway, func(a string) bool { return slices.Contains(direct, a) }) {
+		t.Errorf("the gateway advertises %v, which include the embedded brokers %v", gateway, direct)
+	}
+}
 
 // TestServe_GatewayAssignsWithTheConfiguredPlugin runs the daemon on its
 // embedded cluster and two kgo consumers that offer range; the group is

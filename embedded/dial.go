@@ -1,0 +1,148 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+)
+
+// The gateway reaches the embedded brokers in memory. Every byte a client
+// produces or consumes through the gateway would otherwise cross loopback
+// TCP twice, and the second crossing, between two parts of one process,
+// cost the daemon half a millisecond of CPU per megabyte relayed, most of
+// it in the kernel (BENCHMARKS.md, session 6). Each broker therefore
+// accepts connections from two sources: its TCP port, for clients that
+// connect directly (kcat, tests, the direct side of the benchmarks), and
+// [Cluster.Dial].
+//
+// The in-memory connection is [net.Pipe]: unbuffered, so a write returns
+// once the other side has read it, and each byte is copied once, from the
+// writer's buffer into the reader's. That suits both ends. kfake reads
+// whole requests and answers one request per connection at a time, waiting
+// for each response to be written before it takes the next; the proxy reads
+// a connection's responses and writes its requests from different
+// goroutines. Neither waits for its own write to be read before reading.
+
+// listener is one broker's listener: the TCP listener kfake asked for, and
+// the connections [Cluster.Dial] hands over.
+type listener struct {
+	tcp    net.Listener
+	mem    chan net.Conn
+	tcpIn  chan accepted
+	closed chan struct{}
+	once   sync.Once
+}
+
+// accepted is one result of the TCP listener's Accept.
+type accepted struct {
+	c   net.Conn
+	err error
+}
+
+var _ net.Listener = (*listener)(nil)
+
+func newListener(tcp net.Listener) *listener {
+	l := &listener{tcp: tcp, mem: make(chan net.Conn), tcpIn: make(chan accepted), closed: make(chan struct{})}
+	go l.acceptTCP()
+	return l
+}
+
+// acceptTCP passes the TCP listener's connections to Accept until the
+// listener fails, which it does once closed.
+func (l *listener) acceptTCP() {
+	for {
+		c, err := l.tcp.Accept()
+		select {
+		case l.tcpIn <- accepted{c, err}:
+		case <-l.closed:
+			if c != nil {
+				c.Close()
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Accept returns the next connection, from TCP or from memory.
+func (l *listener) Accept() (net.Conn, error) {
+	select {
+	case a := <-l.tcpIn:
+		return a.c, a.err
+	case c := <-l.mem:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close closes the TCP listener and refuses later dials in memory.
+func (l *listener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.tcp.Close()
+}
+
+// Addr is the TCP listener's address, which kfake advertises.
+func (l *listener) Addr() net.Addr { return l.tcp.Addr() }
+
+// dial hands the broker one end of a new in-memory connection, once it
+// accepts, and returns the other end.
+func (l *listener) dial(ctx context.Context) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.mem <- server:
+		return client, nil
+	case <-l.closed:
+		client.Close()
+		server.Close()
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		client.Close()
+		server.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// listeners records the brokers' listeners by address as kfake opens them,
+// at start and for brokers added later.
+type listeners struct {
+	mu     sync.Mutex
+	byAddr map[string]*listener
+}
+
+// listen is kfake's listen function.
+func (ls *listeners) listen(network, address string) (net.Listener, error) {
+	tcp, err := net.Listen(network, address)
+	if err != nil {
+		return nil, err
+	}
+	l := newListener(tcp)
+	ls.mu.Lock()
+	ls.byAddr[tcp.Addr().String()] = l
+	ls.mu.Unlock()
+	return l, nil
+}
+
+func (ls *listeners) lookup(addr string) *listener {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.byAddr[addr]
+}
+
+// Dial opens a connection to the broker at addr: in memory when addr is
+// one of the cluster's listen addresses, over TCP otherwise. It has the
+// shape of the proxy's upstream dialer.
+func (c *Cluster) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	if l := c.listeners.lookup(addr); l != nil {
+		conn, err := l.dial(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("embedded broker %s: %w", addr, err)
+		}
+		return conn, nil
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
