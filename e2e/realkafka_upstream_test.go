@@ -724,6 +724,16 @@ func TestRealKafkaUpstream_WhatOnlyARealBrokerShows(t *testing.T) {
 		// heartbeats, with new metadata, so the generation may still move;
 		// and a 3 s session may run out after the return on a loaded
 		// machine, which is the client's timing, not the outage's.)
+		// The daemon notices the return at its next metadata check, which
+		// can come after the members have already consumed through it.
+		restartCtx, cancelRestart := context.WithTimeout(ctx, 15*time.Second)
+		kfakegroup.WaitFor(restartCtx, func() error {
+			if !strings.Contains(d.log.String()[logBeforeKill:], "member sessions restart") {
+				return errors.New("no restart logged")
+			}
+			return nil
+		})
+		cancelRestart()
 		during := d.log.String()[logBeforeKill:]
 		paused := strings.Index(during, "member sessions paused")
 		resumed := strings.Index(during, "member sessions restart")
