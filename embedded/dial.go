@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"sync"
+
+	"github.com/wasmassign/wasmassign/internal/mempipe"
 )
 
 // The gateway reaches the embedded brokers in memory. Every byte a client
@@ -16,13 +18,14 @@ import (
 // connect directly (kcat, tests, the direct side of the benchmarks), and
 // [Cluster.Dial].
 //
-// The in-memory connection is [net.Pipe]: unbuffered, so a write returns
-// once the other side has read it, and each byte is copied once, from the
-// writer's buffer into the reader's. That suits both ends. kfake reads
-// whole requests and answers one request per connection at a time, waiting
-// for each response to be written before it takes the next; the proxy reads
-// a connection's responses and writes its requests from different
-// goroutines. Neither waits for its own write to be read before reading.
+// The in-memory connection is a [mempipe.Conn]: synchronous, so a write
+// returns once the other side has read it, and the proxy can relay a
+// response from the broker's buffer straight to the client's socket. That
+// suits both ends. kfake reads whole requests and answers one request per
+// connection at a time, waiting for each response to be written before it
+// takes the next; the proxy reads a connection's responses and writes its
+// requests from different goroutines. Neither waits for its own write to
+// be read before reading.
 
 // listener is one broker's listener: the TCP listener kfake asked for, and
 // the connections [Cluster.Dial] hands over.
@@ -91,7 +94,7 @@ func (l *listener) Addr() net.Addr { return l.tcp.Addr() }
 // dial hands the broker one end of a new in-memory connection, once it
 // accepts, and returns the other end.
 func (l *listener) dial(ctx context.Context) (net.Conn, error) {
-	client, server := net.Pipe()
+	client, server := mempipe.New()
 	select {
 	case l.mem <- server:
 		return client, nil

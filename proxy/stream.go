@@ -62,7 +62,9 @@ const copyChunk = 256 << 10
 // kernel: the bytes are not copied into the proxy and out again, and one
 // call moves up to a megabyte (a 1 MB Fetch response through the proxy took
 // 18 reads and 10 writes before, 11 reads, 6 writes and 2 splices after).
-// Otherwise (TLS) it goes through a pooled chunk buffer.
+// From an upstream that can hand its bytes over itself (a broker of the
+// embedded cluster, in memory) they go straight to raw. Otherwise (TLS) it
+// goes through a pooled chunk buffer.
 func copyLong(w *bufio.Writer, raw io.Writer, r *bufio.Reader, src io.Reader, n int64, bufs *sync.Pool) error {
 	if err := w.Flush(); err != nil {
 		return err
@@ -77,6 +79,10 @@ func copyLong(w *bufio.Writer, raw io.Writer, r *bufio.Reader, src io.Reader, n 
 	}
 	if n == 0 {
 		return nil
+	}
+	if sw, ok := src.(spanWriter); ok {
+		_, err := sw.WriteSpanTo(raw, n)
+		return err
 	}
 	dst, okDst := raw.(*net.TCPConn)
 	from, okSrc := src.(*net.TCPConn)
@@ -110,6 +116,13 @@ func copyLong(w *bufio.Writer, raw io.Writer, r *bufio.Reader, src io.Reader, n 
 		}
 	}
 	return nil
+}
+
+// spanWriter is an upstream connection that can write the next n bytes
+// it would read straight to w, without a buffer between: the embedded
+// cluster's in-memory connections (package mempipe).
+type spanWriter interface {
+	WriteSpanTo(w io.Writer, n int64) (int64, error)
 }
 
 var errStreamMalformed = errors.New("malformed response while streaming")

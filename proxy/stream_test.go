@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/wasmassign/wasmassign/internal/mempipe"
 	"github.com/wasmassign/wasmassign/proxy/frame"
 )
 
@@ -149,11 +150,18 @@ func TestCopyLong_MovesExactlyNBytesInOrderBetweenAnyConnections(t *testing.T) {
 		t.Cleanup(func() { a.Close(); b.Close() })
 		return a, b
 	}
+	// The embedded cluster's connections, whose bytes go to the
+	// destination without a buffer between.
+	memPair := func(t *testing.T) (net.Conn, net.Conn) {
+		a, b := mempipe.New()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a, b
+	}
 	pool := &sync.Pool{New: func() any { b := make([]byte, copyChunk); return &b }}
 	for _, pair := range []struct {
 		name string
 		make func(*testing.T) (net.Conn, net.Conn)
-	}{{"tcp", tcpPair}, {"pipe", pipePair}} {
+	}{{"tcp", tcpPair}, {"pipe", pipePair}, {"mempipe", memPair}} {
 		for _, tc := range []struct {
 			name     string
 			skip, n  int // bytes read before the copy, bytes copied
