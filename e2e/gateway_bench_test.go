@@ -50,6 +50,12 @@ type benchEnv struct {
 	// clusterInDaemon is set when the upstream is the daemon's embedded
 	// cluster, whose CPU time then counts in the daemon's.
 	clusterInDaemon bool
+	// place, when set, puts a new topic's partition leaders on the
+	// brokers in turn. kfake picks each leader at random, and a side whose
+	// partitions crowd onto one broker is slower for a whole run: the
+	// ratio moved by a tenth between runs. (The embedded cluster places
+	// the topics it is configured with by its own rule, in turn too.)
+	place func(topic string, partitions int32)
 	// runs counts the benchmark runs on this environment, so that each
 	// run's groups and topics are new even where the environment outlives
 	// a run (a real broker serves several sub-benchmarks).
@@ -66,7 +72,15 @@ func startBenchEnv(b *testing.B) *benchEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(cluster.Close)
-	return startBenchGateway(b, cluster.ListenAddrs())
+	e := startBenchGateway(b, cluster.ListenAddrs())
+	e.place = func(topic string, partitions int32) {
+		for p := range partitions {
+			if err := cluster.MoveTopicPartition(topic, p, p%3); err != nil {
+				b.Fatalf("placing %s-%d: %v", topic, p, err)
+			}
+		}
+	}
+	return e
 }
 
 // startBenchGateway starts a daemon in front of the upstream brokers: the
@@ -538,8 +552,13 @@ func pauses(events []kfakegroup.Event, unmoved map[kfakegroup.TopicPartition]boo
 // taking the machine for a moment slows one side of one pair, and a
 // ratio of totals kept it. The ratio of totals is reported beside it.
 func BenchmarkGatewayThroughput(b *testing.B) {
+	var topics []string
+	for _, side := range benchSides() {
+		topics = append(topics, fmt.Sprintf("%s:%d", throughputTopic(side, 1), throughputPartitions))
+	}
 	cfg := testutil.GatewayConfig{
 		EmbeddedBrokers: 3,
+		EmbeddedTopics:  topics,
 		Groups:          []testutil.GroupRule{{Match: "*-gateway-*"}},
 		Extra:           "[log]\nlevel = \"warn\"",
 	}
@@ -592,16 +611,24 @@ func benchThroughput(b *testing.B, e *benchEnv) {
 	}
 	var prods, conss [2]*kgo.Client
 	var topics [2]string
-	// Small segments, so that deleting the records consumed frees them: a
-	// cluster whose memory grows by every iteration's records spends the
-	// run faulting in new pages and collecting a growing heap, on both
-	// sides alike, which hides the difference measured under noise.
-	segment := kmsg.NewCreateTopicsRequestTopicConfig()
-	segment.Name, segment.Value = "segment.bytes", kmsg.StringPtr(strconv.Itoa(1<<20))
+	admin, err := kgo.NewClient(kgo.SeedBrokers(e.seeds[0]...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer admin.Close()
 	for side, name := range benchSides() {
-		topic := fmt.Sprintf("tput-%s-%d", name, e.runs)
+		topic := throughputTopic(name, e.runs)
 		topics[side] = topic
-		benchCreateTopic(ctx, b, e.seeds[0], topic, 6, segment)
+		benchCreateTopic(ctx, b, e.seeds[0], topic, throughputPartitions)
+		if e.place != nil {
+			e.place(topic, throughputPartitions)
+		}
+		// Small segments, so that deleting the records consumed frees
+		// them: a cluster whose memory grows by every iteration's records
+		// spends the run faulting in new pages and collecting a growing
+		// heap, on both sides alike, which buries the difference measured
+		// in noise.
+		benchAlterTopic(ctx, b, admin, topic, "segment.bytes", strconv.Itoa(1<<20))
 		prod, err := kgo.NewClient(kgo.SeedBrokers(e.seeds[side]...), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))
 		if err != nil {
 			b.Fatal(err)
@@ -632,7 +659,7 @@ func benchThroughput(b *testing.B, e *benchEnv) {
 		}
 		pairs = append(pairs, took[0].Seconds()/took[1].Seconds())
 		b.StopTimer()
-		benchDeleteRecords(ctx, b, e.seeds[0], topics[:], 6)
+		benchDeleteRecords(ctx, b, admin, topics[:], throughputPartitions)
 		b.StartTimer()
 	}
 	b.StopTimer()
@@ -660,15 +687,37 @@ func benchThroughput(b *testing.B, e *benchEnv) {
 	b.ReportMetric((elapsed[1]-producing[1]).Seconds()/(elapsed[0]-producing[0]).Seconds(), "consume-time-ratio")
 }
 
-// benchDeleteRecords deletes every record of the topics' partitions (up
-// to the high watermark) through the upstream brokers seeds.
-func benchDeleteRecords(ctx context.Context, b *testing.B, seeds []string, topics []string, partitions int32) {
+// throughputTopic names the topic of one side of one throughput run.
+func throughputTopic(side string, run int) string { return fmt.Sprintf("tput-%s-%d", side, run) }
+
+// throughputPartitions is the partition count of the throughput topics:
+// two per broker.
+const throughputPartitions = 6
+
+// benchAlterTopic sets one configuration key of topic through cl, a
+// client of the upstream.
+func benchAlterTopic(ctx context.Context, b *testing.B, cl *kgo.Client, topic, key, value string) {
 	b.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		b.Fatal(err)
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value, c.Op = key, kmsg.StringPtr(value), kmsg.IncrementalAlterConfigOpSet
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil && len(resp.Resources) == 1 {
+		err = kerr.ErrorForCode(resp.Resources[0].ErrorCode)
 	}
-	defer cl.Close()
+	if err != nil {
+		b.Fatalf("setting %s=%s on topic %s: %v", key, value, topic, err)
+	}
+}
+
+// benchDeleteRecords deletes every record of the topics' partitions (up
+// to the high watermark) through cl, a client of the upstream.
+func benchDeleteRecords(ctx context.Context, b *testing.B, cl *kgo.Client, topics []string, partitions int32) {
+	b.Helper()
 	req := kmsg.NewPtrDeleteRecordsRequest()
 	req.TimeoutMillis = 30_000
 	for _, topic := range topics {
@@ -697,7 +746,7 @@ func benchDeleteRecords(ctx context.Context, b *testing.B, seeds []string, topic
 // benchCreateTopic creates topic with partitions partitions (replication 1)
 // through the upstream brokers seeds, and waits until every partition has a
 // leader.
-func benchCreateTopic(ctx context.Context, b *testing.B, seeds []string, topic string, partitions int32, configs ...kmsg.CreateTopicsRequestTopicConfig) {
+func benchCreateTopic(ctx context.Context, b *testing.B, seeds []string, topic string, partitions int32) {
 	b.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
@@ -709,7 +758,6 @@ func benchCreateTopic(ctx context.Context, b *testing.B, seeds []string, topic s
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 1
-	rt.Configs = configs
 	req.Topics = append(req.Topics, rt)
 	req.TimeoutMillis = 60_000
 	resp, err := req.RequestWith(ctx, cl)
