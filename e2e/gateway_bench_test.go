@@ -664,11 +664,12 @@ func benchThroughput(b *testing.B, e *benchEnv) {
 	}
 	b.StopTimer()
 	mb := float64(b.N) * records * size / 1e6
-	// The daemon's CPU time per megabyte through it (produced and
-	// consumed): what the hop costs, which the rates alone hide on a busy
-	// machine (a slower round trip makes kgo batch more).
-	// With the cluster in the daemon, that time includes the cluster's
-	// work for both sides, and is per megabyte of both.
+	// With the cluster outside the daemon: the daemon's CPU time per
+	// megabyte through it (produced and consumed), what the hop costs,
+	// which the rates alone hide on a busy machine (a slower round trip
+	// makes kgo batch more). With the cluster in the daemon, its CPU time
+	// includes the cluster's work for both sides, so it is reported per
+	// megabyte of both and under another name: the two do not compare.
 	if gwCPU1, ok := cpuTime(e.pid); ok && okG {
 		if e.clusterInDaemon {
 			b.ReportMetric((gwCPU1-gwCPU0).Seconds()*1e3/(4*mb), "daemon-with-cluster-cpu-ms/MB")

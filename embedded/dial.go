@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/wasmassign/wasmassign/internal/mempipe"
 )
@@ -20,12 +21,16 @@ import (
 //
 // The in-memory connection is a [mempipe.Conn]: synchronous, so a write
 // returns once the other side has read it, and the proxy can relay a
-// response from the broker's buffer straight to the client's socket. That
-// suits both ends. kfake reads whole requests and answers one request per
-// connection at a time, waiting for each response to be written before it
-// takes the next; the proxy reads a connection's responses and writes its
-// requests from different goroutines. Neither waits for its own write to
-// be read before reading.
+// response from the broker's buffer straight to the client's socket. What
+// keeps that free of deadlocks is that the proxy never makes reading a
+// response wait on writing a request: it reads a connection's responses
+// and writes its requests from different goroutines. kfake, like a Kafka
+// broker, reads one request ahead of the one it is answering; so a request
+// the proxy forwards behind a long-polling Fetch waits in the proxy, not in
+// a socket buffer, and the proxy reads nothing more from that client until
+// the broker takes it, as a broker's muted connection would do. Requests
+// the gateway answers itself (group requests) on that connection arrive
+// that much later, within the Fetch's maximum wait.
 
 // listener is one broker's listener: the TCP listener kfake asked for, and
 // the connections [Cluster.Dial] hands over.
@@ -94,7 +99,9 @@ func (l *listener) Addr() net.Addr { return l.tcp.Addr() }
 // dial hands the broker one end of a new in-memory connection, once it
 // accepts, and returns the other end.
 func (l *listener) dial(ctx context.Context) (net.Conn, error) {
-	client, server := mempipe.New()
+	// The broker sees the gateway as a loopback client (DescribeGroups
+	// shows it as the client host, ACLs match on it), as over TCP.
+	client, server := mempipe.New(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, l.tcp.Addr())
 	select {
 	case l.mem <- server:
 		return client, nil
@@ -146,6 +153,6 @@ func (c *Cluster) Dial(ctx context.Context, addr string) (net.Conn, error) {
 		}
 		return conn, nil
 	}
-	var d net.Dialer
+	d := net.Dialer{Timeout: 10 * time.Second}
 	return d.DialContext(ctx, "tcp", addr)
 }

@@ -153,7 +153,7 @@ func TestCopyLong_MovesExactlyNBytesInOrderBetweenAnyConnections(t *testing.T) {
 	// The embedded cluster's connections, whose bytes go to the
 	// destination without a buffer between.
 	memPair := func(t *testing.T) (net.Conn, net.Conn) {
-		a, b := mempipe.New()
+		a, b := mempipe.New(nil, nil)
 		t.Cleanup(func() { a.Close(); b.Close() })
 		return a, b
 	}

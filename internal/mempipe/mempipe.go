@@ -20,18 +20,26 @@ import (
 	"time"
 )
 
-// New returns the two ends of a new connection.
-func New() (*Conn, *Conn) {
+// New returns the two ends of a new connection; each end's LocalAddr is
+// the given address and its RemoteAddr the other's. A nil address reads
+// as "memory".
+func New(addrA, addrB net.Addr) (*Conn, *Conn) {
+	if addrA == nil {
+		addrA = addr{}
+	}
+	if addrB == nil {
+		addrB = addr{}
+	}
 	aToB, bToA := make(chan []byte), make(chan []byte)
 	aAck, bAck := make(chan int), make(chan int)
 	aDone, bDone := make(chan struct{}), make(chan struct{})
 	a := &Conn{
 		in: bToA, inAck: bAck, out: aToB, outAck: aAck,
-		done: aDone, peerDone: bDone,
+		done: aDone, peerDone: bDone, local: addrA, remote: addrB,
 	}
 	b := &Conn{
 		in: aToB, inAck: aAck, out: bToA, outAck: bAck,
-		done: bDone, peerDone: aDone,
+		done: bDone, peerDone: aDone, local: addrB, remote: addrA,
 	}
 	a.readDeadline.init()
 	a.writeDeadline.init()
@@ -59,6 +67,8 @@ type Conn struct {
 	closeOnce sync.Once
 
 	readDeadline, writeDeadline deadline
+
+	local, remote net.Addr
 }
 
 var _ net.Conn = (*Conn)(nil)
@@ -71,7 +81,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 
 // WriteSpanTo writes the next n bytes the peer writes to w, straight from
 // the peer's buffer, and returns how many it wrote. It stops early with an
-// error from w, or with io.ErrUnexpectedEOF if the peer closes first.
+// error from w, with io.ErrUnexpectedEOF if the peer closes first, and
+// with Read's errors (io.ErrClosedPipe, os.ErrDeadlineExceeded) otherwise.
+// The peer's Write waits while w.Write runs.
 func (c *Conn) WriteSpanTo(w io.Writer, n int64) (int64, error) {
 	var total int64
 	for total < n {
@@ -102,8 +114,11 @@ func (c *Conn) take(use func(p []byte) (int, error)) (int, error) {
 	}
 	select {
 	case p := <-c.in:
+		// The writer waits for this answer whatever happens, even if use
+		// panics.
+		var n int
+		defer func() { c.inAck <- n }()
 		n, err := use(p)
-		c.inAck <- n
 		return n, err
 	case <-c.done:
 		return 0, io.ErrClosedPipe
@@ -115,7 +130,11 @@ func (c *Conn) take(use func(p []byte) (int, error)) (int, error) {
 }
 
 // Write writes b, returning once the peer has read all of it, or with an
-// error once either end closes or the write deadline passes.
+// error once either end closes or the write deadline passes. A part of b
+// the peer has already taken is finished first: the peer may still be
+// using b (in WriteSpanTo, writing it to a socket), so Write cannot return
+// before it is done, and Close and deadlines wait for that. A proxy
+// relaying with WriteSpanTo closes its destination before the pipe.
 func (c *Conn) Write(b []byte) (int, error) {
 	switch {
 	case isClosed(c.done), isClosed(c.peerDone):
@@ -151,11 +170,11 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// LocalAddr returns the address "memory".
-func (c *Conn) LocalAddr() net.Addr { return addr{} }
+// LocalAddr returns this end's address, as given to New.
+func (c *Conn) LocalAddr() net.Addr { return c.local }
 
-// RemoteAddr returns the address "memory".
-func (c *Conn) RemoteAddr() net.Addr { return addr{} }
+// RemoteAddr returns the other end's address, as given to New.
+func (c *Conn) RemoteAddr() net.Addr { return c.remote }
 
 // SetDeadline sets the read and write deadlines.
 func (c *Conn) SetDeadline(t time.Time) error {
@@ -187,7 +206,7 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
-// addr is the address of both ends.
+// addr is the address of an end New was given none for.
 type addr struct{}
 
 func (addr) Network() string { return "memory" }

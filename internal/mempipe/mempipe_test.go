@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"golang.org/x/net/nettest"
 )
@@ -14,7 +15,7 @@ import (
 // net.Conn implementations: concurrent use, deadlines, close semantics.
 func TestConn_IsANetConn(t *testing.T) {
 	nettest.TestConn(t, func() (c1, c2 net.Conn, stop func(), err error) {
-		a, b := New()
+		a, b := New(nil, nil)
 		return a, b, func() { a.Close(); b.Close() }, nil
 	})
 }
@@ -56,7 +57,7 @@ func TestConn_WriteSpanTo(t *testing.T) {
 		{name: "the destination fails", writes: []int{3000}, n: 3000, max: 1234, wantN: 1234, wantErr: errFull},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := New()
+			a, b := New(nil, nil)
 			defer a.Close()
 			defer b.Close()
 			written := make(chan int, 1)
@@ -112,7 +113,7 @@ func sum(xs []int) int {
 }
 
 func TestConn_CloseEndsThePeersReads(t *testing.T) {
-	a, b := New()
+	a, b := New(nil, nil)
 	defer a.Close()
 	b.Close()
 	if _, err := a.Read(make([]byte, 1)); err != io.EOF {
@@ -123,5 +124,47 @@ func TestConn_CloseEndsThePeersReads(t *testing.T) {
 	}
 	if _, err := b.Read(make([]byte, 1)); !errors.Is(err, io.ErrClosedPipe) {
 		t.Errorf("read after closing: %v, want io.ErrClosedPipe", err)
+	}
+}
+
+// panicWriter panics on every write, as a bug in a destination might.
+type panicWriter struct{}
+
+func (panicWriter) Write([]byte) (int, error) { panic("destination bug") }
+
+func TestConn_WriterIsReleasedWhenTheReaderPanics(t *testing.T) {
+	a, b := New(nil, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Write([]byte("response"))
+		done <- err
+	}()
+	func() {
+		defer func() { recover() }()
+		a.WriteSpanTo(panicWriter{}, 8)
+	}()
+	// The proxy recovers such a panic and closes the connection; the
+	// broker's write must then end rather than wait for an answer.
+	a.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, io.ErrClosedPipe) {
+			t.Errorf("the write ended with %v, want io.ErrClosedPipe", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the write still waits 5 s after the reader panicked and closed")
+	}
+}
+
+func TestConn_Addresses(t *testing.T) {
+	ga := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}
+	gb := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2}
+	a, b := New(ga, gb)
+	if a.LocalAddr() != ga || a.RemoteAddr() != gb || b.LocalAddr() != gb || b.RemoteAddr() != ga {
+		t.Errorf("addresses: a %v->%v, b %v->%v; want a %v->%v", a.LocalAddr(), a.RemoteAddr(), b.LocalAddr(), b.RemoteAddr(), ga, gb)
+	}
+	c, _ := New(nil, nil)
+	if got := c.LocalAddr().String(); got != "memory" {
+		t.Errorf("an address not given reads %q, want memory", got)
 	}
 }
