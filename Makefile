@@ -97,8 +97,9 @@ bench: build testdata
 # on either side of one, and a throughput pair lasts a tenth of a second
 # and varies by a third from pair to pair (the side run second in a pair is
 # about 6% slower, which alternating the order cancels): 120 pairs put the
-# median within a few hundredths. GatewayThroughput also matches
-# GatewayThroughputUpstream, the same with the cluster outside the daemon.
+# median within a few hundredths. Both run on the daemon's embedded cluster;
+# the patterns also match GatewayThroughputUpstream and
+# GatewayRebalanceUpstream, the same with the cluster outside the daemon.
 bench-gateway: build
 	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -run '^$$' -bench GatewayCooperativePause -benchtime 10x ./e2e/
 	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -run '^$$' -bench GatewayThroughput -benchtime 120x ./e2e/

@@ -83,6 +83,25 @@ func startBenchEnv(b *testing.B) *benchEnv {
 	return e
 }
 
+// startEmbeddedBenchEnv starts a daemon on its own embedded cluster of 3
+// brokers holding topics ("name:partitions"), placed by the embedded
+// rule; the direct side uses the brokers' TCP listeners. The groups of the
+// gateway side are managed as in startBenchGateway.
+func startEmbeddedBenchEnv(b *testing.B, topics ...string) *benchEnv {
+	b.Helper()
+	cfg := testutil.GatewayConfig{
+		EmbeddedBrokers: 3,
+		EmbeddedTopics:  topics,
+		Groups:          []testutil.GroupRule{{Match: "*-gateway-*"}},
+		Extra:           "[log]\nlevel = \"warn\"",
+	}
+	d := startDaemon(b, b.TempDir(), cfg.String())
+	if len(d.embedded) == 0 {
+		b.Fatal("the daemon did not announce its embedded brokers")
+	}
+	return &benchEnv{seeds: [2][]string{d.embedded, {d.bootstrap}}, pid: d.cmd.Process.Pid, clusterInDaemon: true}
+}
+
 // startBenchGateway starts a daemon in front of the upstream brokers: the
 // groups of the gateway side are managed, with no initial rebalance delay
 // and short sessions allowed; all others pass through.
@@ -128,11 +147,14 @@ func cpuTime(pid int) (d time.Duration, ok bool) {
 }
 
 // benchConsumer is the member configuration both sides use: heartbeats
-// every 50 ms so that members learn of a rebalance quickly.
+// every 50 ms so that members learn of a rebalance quickly. The session is
+// kfake's minimum by default, 6 s (the embedded cluster keeps kfake's
+// defaults); no member fails in these benchmarks, so it only bounds how
+// long an abandoned member lingers.
 func benchConsumer(balancer kgo.GroupBalancer) kfakegroup.ConsumerOptions {
 	return kfakegroup.ConsumerOptions{
 		Balancers:         []kgo.GroupBalancer{balancer},
-		SessionTimeout:    3 * time.Second,
+		SessionTimeout:    6 * time.Second,
 		HeartbeatInterval: 50 * time.Millisecond,
 		RebalanceTimeout:  10 * time.Second,
 	}
@@ -259,7 +281,18 @@ const settleTime = time.Second
 // moment, so its JoinGroup either reaches the coordinator before their
 // first heartbeat one interval later, or the group waits a whole interval
 // more. Its split (client start, first and last revocation) shows which.
+//
+// It runs on the daemon's embedded cluster, like BenchmarkGatewayThroughput;
+// BenchmarkGatewayRebalanceUpstream runs the same with kfake outside the
+// daemon.
 func BenchmarkGatewayRebalance(b *testing.B) {
+	benchRebalance(b, startEmbeddedBenchEnv(b, fmt.Sprintf("%s:%d", benchTopic, benchPartitions)))
+}
+
+// BenchmarkGatewayRebalanceUpstream is BenchmarkGatewayRebalance with the
+// cluster outside the daemon (kfake in the benchmark's process), reached
+// over TCP as a production upstream is.
+func BenchmarkGatewayRebalanceUpstream(b *testing.B) {
 	benchRebalance(b, startBenchEnv(b))
 }
 
@@ -556,17 +589,7 @@ func BenchmarkGatewayThroughput(b *testing.B) {
 	for _, side := range benchSides() {
 		topics = append(topics, fmt.Sprintf("%s:%d", throughputTopic(side, 1), throughputPartitions))
 	}
-	cfg := testutil.GatewayConfig{
-		EmbeddedBrokers: 3,
-		EmbeddedTopics:  topics,
-		Groups:          []testutil.GroupRule{{Match: "*-gateway-*"}},
-		Extra:           "[log]\nlevel = \"warn\"",
-	}
-	d := startDaemon(b, b.TempDir(), cfg.String())
-	if len(d.embedded) == 0 {
-		b.Fatal("the daemon did not announce its embedded brokers")
-	}
-	benchThroughput(b, &benchEnv{seeds: [2][]string{d.embedded, {d.bootstrap}}, pid: d.cmd.Process.Pid, clusterInDaemon: true})
+	benchThroughput(b, startEmbeddedBenchEnv(b, topics...))
 }
 
 // BenchmarkGatewayThroughputUpstream is BenchmarkGatewayThroughput with
@@ -791,8 +814,9 @@ func benchCreateTopic(ctx context.Context, b *testing.B, seeds []string, topic s
 // (issue 8): the direct side is the broker's own group coordinator. The
 // broker is the realkafka harness's single KRaft node, which sets
 // group.initial.rebalance.delay.ms to 0 like the gateway's
-// initial_rebalance_delay here; its minimum session timeout is lowered so
-// that the members' 3 s sessions are accepted on both sides. The benchmark
+// initial_rebalance_delay here; its minimum session timeout is lowered,
+// as kfake's is for the upstream variants, so that the members' sessions
+// are accepted on both sides whatever benchConsumer sets. The benchmark
 // skips when the Kafka jars are not cached (`make kafka-cache`), unless
 // REALKAFKA_REQUIRED=1.
 //
@@ -823,7 +847,7 @@ func startRealKafkaBenchEnv(b *testing.B) *benchEnv {
 	c := realkafka.Start(ctx, b, realkafka.Options{
 		JVMFlags: benchJVMFlags(),
 		ServerProperties: map[string]string{
-			// The broker's default minimum is 6 s, above the members' 3 s.
+			// The broker's default minimum is 6 s.
 			"group.min.session.timeout.ms": "100",
 		},
 	})
