@@ -52,13 +52,17 @@ testdata: tools
 	$(MAKE) -s -C testdata/guests/c
 	$(MAKE) -s -f pluginreload/testdata/Makefile
 
-E2E_APT_PKGS := kcat nodejs npm
-
 ## e2e-tools: kcat and node for the end-to-end tests; kafkajs 2.2.4 from e2e/js/package-lock.json.
+# Only what is missing is installed: an image may carry its own Node.js
+# (NodeSource's bundles npm, and Debian's npm package conflicts with it).
 e2e-tools:
-	@if ! command -v kcat >/dev/null || ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
-	  echo "installing $(E2E_APT_PKGS)"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(E2E_APT_PKGS) >/dev/null; fi
+	@pkgs=""; \
+	command -v kcat >/dev/null || pkgs="$$pkgs kcat"; \
+	command -v node >/dev/null || pkgs="$$pkgs nodejs"; \
+	command -v npm >/dev/null || pkgs="$$pkgs npm"; \
+	if [ -n "$$pkgs" ]; then \
+	  echo "installing$$pkgs"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$pkgs >/dev/null; fi
 	@[ -e e2e/js/node_modules/kafkajs/package.json ] || (cd e2e/js && npm ci --no-audit --no-fund)
 
 ## python-clients: confluent-kafka and kafka-python in a virtualenv under .cache (e2e/python.mk).
