@@ -18,10 +18,14 @@ import (
 // broker is upgraded or its finalized features change, and the proxy
 // rewrites it anyway. So once an upstream answer for a node and request
 // version has passed through, later ApiVersions requests to that node are
-// answered at once from it, and still forwarded: the broker records the
-// client's software name and version (KIP-511) as before, and its answer,
-// read and dropped, replaces the remembered one. An answer is therefore at
-// most one connection behind the broker's own, and clients keep the highest
+// answered at once from it, and still forwarded ahead of the first request
+// the connection forwards: the broker records the client's software name
+// and version (KIP-511) for every connection it serves, and its answer,
+// read and dropped, replaces the remembered one. A connection that forwards
+// nothing (a consumer's group connection, whose requests the coordinator
+// answers) never reaches the broker, so there is nothing to record (see
+// conn.startDial). An answer is at most one forwarding connection behind
+// the broker's own, and clients keep the highest
 // finalized-features epoch they have seen (KIP-584), so a stale copy cannot
 // take a feature back from them.
 //

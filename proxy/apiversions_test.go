@@ -2,6 +2,10 @@ package proxy
 
 import (
 	"bytes"
+	"context"
+	"net"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,8 +17,9 @@ import (
 // checks the remembered ApiVersions answer: once one connection's request
 // at a version went upstream, a new connection's request at that version
 // gets the same answer without waiting for the upstream, the upstream still
-// receives it (KIP-511's client software record), and a request whose
-// software name the broker would refuse is not answered locally.
+// receives it (KIP-511's client software record) once the connection
+// forwards anything, and a request whose software name the broker would
+// refuse is not answered locally.
 func TestProxy_ApiVersionsOnANewConnectionIsAnsweredAtOnceAndStillForwarded(t *testing.T) {
 	e := startEnv(t, 1, nil)
 	// The upstream counts ApiVersions and, once slow is set, takes that
@@ -61,13 +66,18 @@ func TestProxy_ApiVersionsOnANewConnectionIsAnsweredAtOnceAndStillForwarded(t *t
 
 		slow.Store(int64(delay))
 		began := time.Now()
-		second := dialRaw(t, e.proxy.Addr()).roundTrip(request(v, "second")).(*kmsg.ApiVersionsResponse)
+		r := dialRaw(t, e.proxy.Addr())
+		second := r.roundTrip(request(v, "second")).(*kmsg.ApiVersionsResponse)
 		if took := time.Since(began); took >= delay {
 			t.Errorf("v%d: a new connection's ApiVersions took %v: it waited for the upstream", v, took)
 		}
 		if !bytes.Equal(encode(first), encode(second)) {
 			t.Errorf("v%d: the local answer differs from the upstream's:\n%+v\n%+v", v, first, second)
 		}
+		// The connection has forwarded nothing yet, so it has no upstream
+		// connection; its first forwarded request opens one, the
+		// ApiVersions going first.
+		r.roundTrip(kmsg.NewPtrMetadataRequest())
 		waitSeen(before + 2)
 
 		if v < 3 {
@@ -160,5 +170,64 @@ func TestProxy_NewConnectionIsServedWhileItsUpstreamIsDialled(t *testing.T) {
 	}
 	if corr, _ := r.recv(dg); corr != 3+forwarded {
 		t.Fatalf("DescribeGroups after the forwarded requests: correlation id %d, want %d", corr, 3+forwarded)
+	}
+}
+
+// TestProxy_ConnectionAnsweredLocallyNeverDialsTheUpstream checks that the
+// upstream connection waits for a request to forward: a connection whose
+// ApiVersions is answered from the remembered answer, and which sends
+// nothing else, never reaches the broker (a consumer's group connection
+// behaves so when the coordinator answers its group requests); the next
+// connection that forwards a request dials once, and the broker sees its
+// ApiVersions before that request.
+func TestProxy_ConnectionAnsweredLocallyNeverDialsTheUpstream(t *testing.T) {
+	var dials atomic.Int64
+	e := startEnv(t, 1, func(o *Options) {
+		o.DialUpstream = func(ctx context.Context, addr string) (net.Conn, error) {
+			dials.Add(1)
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	})
+	var order []int16 // keys the broker saw on connections after the first
+	var mu sync.Mutex
+	watch := func(k int16) {
+		e.cluster.ControlKey(k, func(kmsg.Request) (kmsg.Response, error, bool) {
+			e.cluster.KeepControl()
+			mu.Lock()
+			order = append(order, k)
+			mu.Unlock()
+			return nil, nil, false
+		})
+	}
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 3
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "test", "1.0"
+	// The first connection has no remembered answer: it dials.
+	dialRaw(t, e.proxy.Addr()).roundTrip(av)
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d upstream dials after the first ApiVersions, want 1", n)
+	}
+	watch(18)
+	watch(3)
+
+	local := dialRaw(t, e.proxy.Addr())
+	if r := local.roundTrip(av).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 || len(r.ApiKeys) == 0 {
+		t.Fatalf("local ApiVersions answer: error %d, %d keys", r.ErrorCode, len(r.ApiKeys))
+	}
+	local.nc.Close()
+
+	forwarding := dialRaw(t, e.proxy.Addr())
+	forwarding.roundTrip(av)
+	if md := forwarding.roundTrip(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse); len(md.Brokers) == 0 {
+		t.Fatal("Metadata through the proxy named no brokers")
+	}
+	if n := dials.Load(); n != 2 {
+		t.Errorf("%d upstream dials, want 2: the connection answered locally dialled too", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int16{18, 3}; !slices.Equal(order, want) {
+		t.Errorf("the broker saw keys %v after the first connection, want %v", order, want)
 	}
 }

@@ -81,7 +81,8 @@ type slot struct {
 // conn is one client connection and its upstream connection.
 //
 // Two goroutines serve it: readClient parses requests and sends them
-// upstream (or to the interceptor), and the other dials the upstream, then
+// upstream (or to the interceptor), and the other dials the upstream once
+// there is a request to forward (startDial), then
 // runs readUpstream, which matches upstream responses to requests in the
 // order they were sent. q keeps the order requests arrived in and writes
 // responses in it; inflight carries the upstream's order.
@@ -109,6 +110,12 @@ type conn struct {
 	// upReady is closed once up and upW are set and the early frames are
 	// written: requests are read while the upstream is dialled (see run).
 	upReady chan struct{}
+	// upAddr is the upstream broker's address; the dial starts with the
+	// first request to forward (startDial), and upDone is closed once the
+	// dialling goroutine has finished, or at the end of run if none began.
+	upAddr   string
+	dialOnce sync.Once
+	upDone   chan struct{}
 
 	closeOnce sync.Once
 	draining  atomic.Bool
@@ -131,6 +138,7 @@ func newConn(p *Proxy, nc net.Conn, node int32, id uint64) *conn {
 		q:        newRespQueue(bufio.NewWriterSize(nc, bufSize)),
 		inflight: make(chan *slot, upstreamDepth),
 		upReady:  make(chan struct{}),
+		upDone:   make(chan struct{}),
 	}
 	c.info = ConnInfo{ID: id, Node: node}
 	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
@@ -151,43 +159,67 @@ func (c *conn) run() {
 		return
 	}
 	c.info.Upstream = upNode // before anything reads info
-	// The client's requests are read while the upstream is dialled: its
-	// first one, ApiVersions, is usually answered from the remembered
-	// answer (apiversions.go) before the dial ends, so the client learns
-	// the versions while the dial runs, and a request the coordinator
-	// answers (a JoinGroup on a new group connection) does not wait for
-	// the dial at all. Requests to forward wait in c.early until the dial
-	// ends (send); only beyond maxEarlyFrames or maxEarlyBytes, or for a
-	// request streamed as it arrives, does reading wait for the dial. The
-	// dialling goroutine goes on to read the upstream's responses.
-	upDone := make(chan struct{})
-	go func() {
-		defer close(upDone)
-		up, ok := c.dial(addr)
-		if !ok {
-			return
-		}
-		// The early requests are written while responses are read: a
-		// broker answers one request at a time and stops reading while its
-		// answer waits to be read, so a writer that waited for the reader
-		// to start could wait forever once the socket buffers fill.
-		wrote := make(chan struct{})
-		go func() {
-			defer close(wrote)
-			if err := c.writeEarly(bufio.NewWriterSize(up, bufSize)); err != nil {
-				c.close(fmt.Errorf("upstream write: %w", err))
-			}
-		}()
-		c.readUpstream(bufio.NewReaderSize(up, bufSize))
-		<-wrote
-	}()
+	c.upAddr = addr
+	if c.p.down.has(upNode) {
+		c.startDial()
+	}
 	c.readClient()
 	select {
 	case <-c.q.finished:
 	case <-c.ctx.Done():
 	}
 	c.close(nil)
-	<-upDone
+	// A connection that never forwarded anything never dialled: closing
+	// upDone here keeps a dial from starting now, and otherwise waits for
+	// the dialling goroutine.
+	c.dialOnce.Do(func() { close(c.upDone) })
+	<-c.upDone
+}
+
+// startDial dials the upstream in the background, once, when the
+// connection first has a request to forward.
+//
+// The dial waits for that request instead of starting with the
+// connection: a connection whose requests are all answered here (a
+// consumer's group connection: ApiVersions from the remembered answer,
+// then JoinGroup, SyncGroup and Heartbeat for the coordinator) then never
+// opens one, which spares the broker a connection per consumer and the
+// gateway a dial per group connection; fifty consumers starting at once
+// open 150 connections through the gateway. The ApiVersions request that
+// was answered here waits in c.early and still reaches the broker first
+// if the connection later forwards anything (apiversions.go says why it
+// is forwarded at all).
+//
+// The client's requests are read while the upstream is dialled: a request
+// answered here does not wait for the dial. Requests to forward wait in
+// c.early until the dial ends (send); only beyond maxEarlyFrames or
+// maxEarlyBytes, or for a request streamed as it arrives, does reading
+// wait for the dial. The dialling goroutine goes on to read the
+// upstream's responses.
+func (c *conn) startDial() {
+	c.dialOnce.Do(func() {
+		go func() {
+			defer close(c.upDone)
+			up, ok := c.dial(c.upAddr)
+			if !ok {
+				return
+			}
+			// The early requests are written while responses are read: a
+			// broker answers one request at a time and stops reading while
+			// its answer waits to be read, so a writer that waited for the
+			// reader to start could wait forever once the socket buffers
+			// fill.
+			wrote := make(chan struct{})
+			go func() {
+				defer close(wrote)
+				if err := c.writeEarly(bufio.NewWriterSize(up, bufSize)); err != nil {
+					c.close(fmt.Errorf("upstream write: %w", err))
+				}
+			}()
+			c.readUpstream(bufio.NewReaderSize(up, bufSize))
+			<-wrote
+		}()
+	})
 }
 
 // dial opens the upstream connection (writeEarly then makes it available
@@ -199,6 +231,7 @@ func (c *conn) dial(addr string) (net.Conn, bool) {
 		if c.ctx.Err() != nil { // the client left while dialling
 			return nil, false
 		}
+		c.p.down.set(c.info.Upstream, true)
 		err = fmt.Errorf("upstream %s: %w", addr, err)
 		if closed, ok := c.p.unreachable.report(time.Now(), unreachableLogEvery); ok {
 			c.log.Warn("closing client connections: their broker is unreachable", "err", err, "connections_closed", closed)
@@ -209,6 +242,7 @@ func (c *conn) dial(addr string) (net.Conn, bool) {
 		c.close(fmt.Errorf("%w: %w", errUnreachable, err))
 		return nil, false
 	}
+	c.p.down.set(c.info.Upstream, false)
 	c.upSet.Lock()
 	c.up = up
 	c.upSet.Unlock()
@@ -262,12 +296,39 @@ func (c *conn) awaitUpstream() error {
 		return nil
 	default:
 	}
+	c.startDial()
 	select {
 	case <-c.upReady:
 		return nil
 	case <-c.ctx.Done():
 		return errShutdown
 	}
+}
+
+// downNodes is a set of upstream node ids, safe for concurrent use.
+type downNodes struct {
+	mu    sync.Mutex
+	nodes map[int32]struct{}
+}
+
+func (d *downNodes) has(node int32) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.nodes[node]
+	return ok
+}
+
+func (d *downNodes) set(node int32, down bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !down {
+		delete(d.nodes, node)
+		return
+	}
+	if d.nodes == nil {
+		d.nodes = make(map[int32]struct{})
+	}
+	d.nodes[node] = struct{}{}
 }
 
 // errUnreachable marks a connection closed because its broker could not
@@ -604,6 +665,11 @@ func (c *conn) send(s *slot, fr []byte, flush bool) error {
 			c.early = append(c.early, earlyFrame{s: s, fr: bytes.Clone(fr)})
 			c.earlyBytes += len(fr)
 			c.upMu.Unlock()
+			if s == nil || !s.discard {
+				// A request forwarded only for the broker's sake does
+				// not open the connection by itself (startDial).
+				c.startDial()
+			}
 			return nil
 		}
 		c.upMu.Unlock()

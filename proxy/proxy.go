@@ -186,8 +186,15 @@ type Proxy struct {
 	// their broker could not be dialled: during an outage every client
 	// reconnects several times a second.
 	unreachable logPacer
-	ctx         context.Context
-	cancel      context.CancelFunc
+	// down holds the upstream nodes whose last dial failed. While a node
+	// is down, a new connection to it dials at once, as the connection
+	// opens, instead of with its first request to forward (startDial):
+	// the client then learns straight away that the broker is away and
+	// tries another, rather than have its requests answered here until one
+	// needs the broker.
+	down   downNodes
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu        sync.Mutex
 	closing   bool
