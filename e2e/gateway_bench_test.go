@@ -304,6 +304,7 @@ func benchRebalance(b *testing.B, e *benchEnv) {
 	sides := rebalanceSides()
 	names := memberNames(members)
 	var join50, join1, atStability, clientStart, clientConnect, detect, finish [3][]time.Duration
+	o50 := benchConsumer(kgo.RangeBalancer())
 	gwCPU0, okG := cpuTime(e.pid)
 	selfCPU0, okS := cpuTime(os.Getpid())
 	b.ResetTimer()
@@ -398,6 +399,22 @@ func benchRebalance(b *testing.B, e *benchEnv) {
 		d, p, g := median(v[0]), median(v[1]), median(v[2])
 		b.ReportMetric(g.Seconds()/d.Seconds(), metric+"-ratio")
 		b.ReportMetric(p.Seconds()/d.Seconds(), metric+"-passthrough-ratio")
+	}
+	// Forming the group takes either about one start-up (the members'
+	// JoinGroups reach a group still forming) or a heartbeat interval more
+	// (an early member formed a generation alone and learns of the others
+	// only from its next heartbeat); the median falls in whichever mode
+	// most iterations took, so the share of slow ones is reported too.
+	for side, name := range sides {
+		slow := 0
+		for _, d := range join50[side] {
+			if d > o50.HeartbeatInterval {
+				slow++
+			}
+		}
+		if len(join50[side]) > 0 {
+			b.ReportMetric(float64(slow)/float64(len(join50[side])), name+"-join50-heartbeat-waited-frac")
+		}
 	}
 	ratio("join50", join50)
 	ratio("join1", join1)
