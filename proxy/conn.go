@@ -160,7 +160,7 @@ func (c *conn) run() {
 	}
 	c.info.Upstream = upNode // before anything reads info
 	c.upAddr = addr
-	if c.p.down.has(upNode) {
+	if c.info.Node == NodeBootstrap || c.p.down.has(upNode) {
 		c.startDial()
 	}
 	c.readClient()
@@ -179,16 +179,22 @@ func (c *conn) run() {
 // startDial dials the upstream in the background, once, when the
 // connection first has a request to forward.
 //
-// The dial waits for that request instead of starting with the
-// connection: a connection whose requests are all answered here (a
-// consumer's group connection: ApiVersions from the remembered answer,
-// then JoinGroup, SyncGroup and Heartbeat for the coordinator) then never
-// opens one, which spares the broker a connection per consumer and the
-// gateway a dial per group connection; fifty consumers starting at once
-// open 150 connections through the gateway. The ApiVersions request that
-// was answered here waits in c.early and still reaches the broker first
-// if the connection later forwards anything (apiversions.go says why it
-// is forwarded at all).
+// On a broker's own listener the dial waits for that request instead of
+// starting with the connection: a connection whose requests are all
+// answered here (a consumer's group connection: ApiVersions from the
+// remembered answer, then JoinGroup, SyncGroup and Heartbeat for the
+// coordinator) then never opens one, which spares the broker a connection
+// per consumer and the gateway a dial per group connection; fifty
+// consumers starting at once open 150 connections through the gateway.
+// The ApiVersions request that was answered here waits in c.early and
+// still reaches the broker first if the connection later forwards
+// anything (apiversions.go says why it is forwarded at all).
+//
+// run starts the dial as the connection opens on the bootstrap listener,
+// whose connections always forward (a client opens one to ask for
+// metadata), so that the dial overlaps the ApiVersions exchange instead
+// of lengthening the first Metadata request; and to a broker known to be
+// down, so that the client learns at once that it is away.
 //
 // The client's requests are read while the upstream is dialled: a request
 // answered here does not wait for the dial. Requests to forward wait in
@@ -722,6 +728,12 @@ func (c *conn) intercept(s *slot, hdr frame.RequestHeader, req kmsg.Request, fr 
 			return
 		}
 		d.Respond.SetVersion(s.version)
+		if namesBrokers(s.key, s.version) {
+			// An answer made here names upstream nodes, as the
+			// upstream's would: clients must be given the gateway's
+			// address for each.
+			rewriteAddresses(d.Respond, c.p.advertise)
+		}
 		s.local = true
 		c.complete(s, encodeResponse(nil, s.corr, d.Respond), nil)
 		return

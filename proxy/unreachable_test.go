@@ -19,9 +19,15 @@ func TestProxy_UnreachableBrokerClosesConnectionsAndLogsAtAPacedRate(t *testing.
 	var told atomic.Int64
 	e := startEnv(t, 1, func(o *Options) { o.OnUnreachable = func(error) { told.Add(1) } })
 	e.cluster.Close()
+	// The broker's own listener, whose connections dial with their first
+	// request to forward (the bootstrap listener's dial as they open).
+	addr, ok := e.proxy.BrokerAddr(0)
+	if !ok {
+		t.Fatal("no listener for broker 0")
+	}
 	const conns = 20
 	for i := range conns {
-		r := dialRaw(t, e.proxy.Addr())
+		r := dialRaw(t, addr)
 		if i == 0 {
 			r.send(kmsg.NewPtrMetadataRequest(), 1)
 		}
