@@ -61,12 +61,13 @@ func New(opt Options) *Gateway {
 	return &Gateway{opt: opt, log: log}
 }
 
-// Intercepts reports the keys the gateway looks at: every group API.
+// Intercepts reports the keys the gateway looks at: every group API, and
+// FindCoordinator.
 func (g *Gateway) Intercepts(key int16) bool {
 	switch kmsg.Key(key) {
 	case kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup,
 		kmsg.DescribeGroups, kmsg.ListGroups, kmsg.OffsetCommit, kmsg.TxnOffsetCommit,
-		kmsg.OffsetFetch, kmsg.DeleteGroups, kmsg.OffsetDelete:
+		kmsg.OffsetFetch, kmsg.DeleteGroups, kmsg.OffsetDelete, kmsg.FindCoordinator:
 		return true
 	}
 	return false
@@ -107,6 +108,8 @@ func (g *Gateway) Intercept(ctx context.Context, r proxy.Request) (proxy.Decisio
 		return g.listGroups(ctx, r, req)
 	case *kmsg.OffsetFetchRequest:
 		return g.offsetFetch(r, req), nil
+	case *kmsg.FindCoordinatorRequest:
+		return g.findCoordinator(ctx, req)
 	}
 	return proxy.Decision{}, nil
 }
@@ -122,6 +125,77 @@ func (g *Gateway) local(ctx context.Context, r proxy.Request, group string) (pro
 		return proxy.Decision{}, fmt.Errorf("group %s: %s: %w", group, kmsg.NameForKey(r.Req.Key()), err)
 	}
 	return proxy.Decision{Respond: resp}, nil
+}
+
+// findCoordinator answers the lookup of managed groups' coordinators with
+// the brokers the upstream names, as remembered for ListGroups, so that
+// ListGroups lists each managed group on the broker FindCoordinator names;
+// the proxy turns the node into the gateway's address for it. Transaction
+// coordinators and unmanaged groups are looked up upstream as before.
+//
+// Answering here saves a consumer's start-up an upstream round trip, and
+// the dial of the connection kgo asks on (its first request to forward
+// opens it): fifty members starting at once otherwise queue fifty lookups
+// of one group behind each other at the broker, and the later ones join
+// the group later. Which broker a client takes for the coordinator does
+// not matter to the gateway, which answers group requests on every
+// connection; the upstream's is named so that the answers agree with
+// ListGroups and with the upstream itself.
+//
+// A group whose coordinator cannot be learnt gets COORDINATOR_NOT_AVAILABLE,
+// which clients retry.
+func (g *Gateway) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (proxy.Decision, error) {
+	if req.CoordinatorType != 0 { // 1: transactions
+		return proxy.Decision{}, nil
+	}
+	batched := req.Version >= 4 // KIP-699
+	keys := req.CoordinatorKeys
+	if !batched {
+		keys = []string{req.CoordinatorKey}
+	}
+	managed, others := g.split(keys)
+	if len(managed) == 0 {
+		return proxy.Decision{}, nil
+	}
+	nodes, err := g.opt.Upstream.CoordinatorsOf(ctx, managed)
+	if err != nil {
+		g.log.Debug("FindCoordinator: the upstream coordinator of a managed group is unknown", "err", err)
+	}
+	answer := func(group string) (node int32, code int16, msg *string) {
+		if n, ok := nodes[group]; ok {
+			return n, 0, nil
+		}
+		m := "wasmassign: the upstream did not name the group's coordinator"
+		if err != nil {
+			m = fmt.Sprintf("wasmassign: %v", err)
+		}
+		return -1, kerr.CoordinatorNotAvailable.Code, &m
+	}
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if !batched {
+		resp.NodeID, resp.ErrorCode, resp.ErrorMessage = answer(req.CoordinatorKey)
+		resp.Port = -1
+		return proxy.Decision{Respond: resp}, nil
+	}
+	for _, group := range managed {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key = group
+		c.NodeID, c.ErrorCode, c.ErrorMessage = answer(group)
+		c.Port = -1
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	if len(others) == 0 {
+		return proxy.Decision{Respond: resp}, nil
+	}
+	up := *req
+	up.CoordinatorKeys = others
+	up.CoordinatorKey = others[0]
+	return proxy.Decision{Forward: &up, OnResponse: func(r kmsg.Response) kmsg.Response {
+		if u, ok := r.(*kmsg.FindCoordinatorResponse); ok {
+			u.Coordinators = append(u.Coordinators, resp.Coordinators...)
+		}
+		return r
+	}}, nil
 }
 
 // deleteGroups lets the coordinator check managed groups (it refuses

@@ -314,3 +314,122 @@ func TestFetchRacks_ForgetsIdleClientsOnlyWhenLarge(t *testing.T) {
 		}
 	}
 }
+
+// lossyUpstream is fakeUpstream, except that it cannot find the
+// coordinator of a group whose id contains "lost".
+type lossyUpstream struct{}
+
+func (lossyUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[string]int32, error) {
+	var found []string
+	var lost error
+	for _, g := range groups {
+		if strings.Contains(g, "lost") {
+			lost = fmt.Errorf("FindCoordinator %s: connection refused", g)
+			continue
+		}
+		found = append(found, g)
+	}
+	nodes, _ := fakeUpstream{}.CoordinatorsOf(ctx, found)
+	return nodes, lost
+}
+
+// TestIntercept_FindCoordinatorOfManagedGroupsIsAnsweredLocally checks the
+// local answer to FindCoordinator: managed groups get the node the upstream
+// names (the one ListGroups lists them on), unmanaged groups and
+// transaction coordinators are looked up upstream, a batch naming both is
+// split and merged, and a managed group whose coordinator is unknown gets
+// the retriable COORDINATOR_NOT_AVAILABLE.
+func TestIntercept_FindCoordinatorOfManagedGroupsIsAnsweredLocally(t *testing.T) {
+	g := New(Options{
+		Manages:     func(id string) bool { return strings.HasPrefix(id, "m") },
+		Coordinator: &fakeCoordinator{},
+		Upstream:    lossyUpstream{},
+	})
+	if !g.Intercepts(int16(kmsg.FindCoordinator)) {
+		t.Fatal("FindCoordinator is not intercepted")
+	}
+	single := func(version int16, key string, typ int8) *kmsg.FindCoordinatorRequest {
+		r := kmsg.NewPtrFindCoordinatorRequest()
+		r.Version, r.CoordinatorKey, r.CoordinatorType = version, key, typ
+		return r
+	}
+	batch := func(keys ...string) *kmsg.FindCoordinatorRequest {
+		r := kmsg.NewPtrFindCoordinatorRequest()
+		r.Version, r.CoordinatorKeys = 4, keys
+		return r
+	}
+	type entry struct {
+		node int32
+		code int16
+	}
+	for _, tt := range []struct {
+		name      string
+		req       *kmsg.FindCoordinatorRequest
+		local     map[string]entry // the answers made here, by key
+		forwarded []string         // keys sent upstream; nil: the request as it came
+		passes    bool             // forwarded untouched
+	}{
+		{name: "v3 managed", req: single(3, "m1", 0), local: map[string]entry{"m1": {1, 0}}},
+		{name: "v0 managed", req: single(0, "m2", 0), local: map[string]entry{"m2": {2, 0}}},
+		{name: "v3 unmanaged", req: single(3, "other", 0), passes: true},
+		{name: "v3 transactional id", req: single(3, "m1", 1), passes: true},
+		{name: "v3 managed, coordinator unknown", req: single(3, "m-lost", 0), local: map[string]entry{"m-lost": {-1, kerr.CoordinatorNotAvailable.Code}}},
+		{name: "v4 all managed", req: batch("m1", "m2", "m-lost"), local: map[string]entry{"m1": {1, 0}, "m2": {2, 0}, "m-lost": {-1, kerr.CoordinatorNotAvailable.Code}}},
+		{name: "v4 none managed", req: batch("a", "b"), passes: true},
+		{name: "v4 mixed", req: batch("a", "m1", "b"), local: map[string]entry{"m1": {1, 0}}, forwarded: []string{"a", "b"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := g.Intercept(context.Background(), request(1, tt.req))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.passes {
+				if d.Respond != nil || d.Forward != nil || d.OnResponse != nil {
+					t.Fatalf("decision %+v; want the request forwarded untouched", d)
+				}
+				return
+			}
+			var resp *kmsg.FindCoordinatorResponse
+			switch {
+			case tt.forwarded == nil:
+				if d.Forward != nil || d.Respond == nil {
+					t.Fatalf("decision %+v; want a local answer", d)
+				}
+				resp = d.Respond.(*kmsg.FindCoordinatorResponse)
+			default:
+				fwd, ok := d.Forward.(*kmsg.FindCoordinatorRequest)
+				if !ok || d.OnResponse == nil || !slices.Equal(fwd.CoordinatorKeys, tt.forwarded) {
+					t.Fatalf("decision %+v; want keys %v forwarded and the answers merged", d, tt.forwarded)
+				}
+				up := fwd.ResponseKind().(*kmsg.FindCoordinatorResponse)
+				for _, k := range fwd.CoordinatorKeys {
+					c := kmsg.NewFindCoordinatorResponseCoordinator()
+					c.Key, c.NodeID = k, 7
+					up.Coordinators = append(up.Coordinators, c)
+				}
+				resp = d.OnResponse(up).(*kmsg.FindCoordinatorResponse)
+				for _, k := range tt.forwarded {
+					if !slices.ContainsFunc(resp.Coordinators, func(c kmsg.FindCoordinatorResponseCoordinator) bool { return c.Key == k && c.NodeID == 7 }) {
+						t.Errorf("the upstream's answer for %s is missing from %+v", k, resp.Coordinators)
+					}
+				}
+			}
+			got := map[string]entry{}
+			if tt.req.Version < 4 {
+				got[tt.req.CoordinatorKey] = entry{resp.NodeID, resp.ErrorCode}
+				if resp.ErrorCode != 0 && (resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "connection refused")) {
+					t.Errorf("error answer's message %v does not say why", resp.ErrorMessage)
+				}
+			} else {
+				for _, c := range resp.Coordinators {
+					if !slices.Contains(tt.forwarded, c.Key) {
+						got[c.Key] = entry{c.NodeID, c.ErrorCode}
+					}
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.local) {
+				t.Errorf("local answers %v, want %v", got, tt.local)
+			}
+		})
+	}
+}

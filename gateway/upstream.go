@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,9 +22,10 @@ type KgoUpstream struct {
 	cl  *kgo.Client
 	ttl time.Duration
 
-	mu     sync.Mutex
-	known  map[string]cachedNode
-	pruned time.Time // when expired entries of known were last dropped
+	mu      sync.Mutex
+	known   map[string]cachedNode
+	lookups map[string]*lookup // groups being looked up
+	pruned  time.Time          // when expired entries of known were last dropped
 }
 
 type cachedNode struct {
@@ -37,7 +39,7 @@ func NewKgoUpstream(cl *kgo.Client, ttl time.Duration) *KgoUpstream {
 	if ttl <= 0 {
 		ttl = 30 * time.Second
 	}
-	return &KgoUpstream{cl: cl, ttl: ttl, known: make(map[string]cachedNode)}
+	return &KgoUpstream{cl: cl, ttl: ttl, known: make(map[string]cachedNode), lookups: make(map[string]*lookup)}
 }
 
 // Forward sends req to the upstream broker kgo routes it to: the group
@@ -134,36 +136,105 @@ func (u *KgoUpstream) CoordinatorOf(ctx context.Context, group string) (int32, e
 
 // CoordinatorsOf returns the node ids of the upstream coordinators of
 // groups, looking up those it does not remember in one batched
-// FindCoordinator (kgo splits it for brokers older than v4). A group whose
-// lookup failed is missing from the map, and err says why for each.
+// FindCoordinator (kgo splits it for brokers older than v4). A group
+// already being looked up by another call is waited for, not asked again:
+// fifty consumers of a new group look it up at once. A group whose lookup
+// failed is missing from the map, and err says why for each.
 func (u *KgoUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[string]int32, error) {
 	nodes := make(map[string]int32, len(groups))
-	var missing []string
+	var missing, waited []string
+	var others []*lookup
 	asked := make(map[string]bool)
 	now := time.Now()
 	u.mu.Lock()
 	for _, g := range groups {
+		if asked[g] {
+			continue
+		}
+		asked[g] = true
 		if c, ok := u.known[g]; ok && now.Sub(c.at) < u.ttl {
 			nodes[g] = c.node
-		} else if !asked[g] {
-			asked[g] = true
+		} else if l, ok := u.lookups[g]; ok {
+			waited = append(waited, g)
+			if !slices.Contains(others, l) {
+				others = append(others, l)
+			}
+		} else {
 			missing = append(missing, g)
 		}
 	}
-	u.mu.Unlock()
-	if len(missing) == 0 {
-		return nodes, nil
+	var mine *lookup
+	if len(missing) > 0 {
+		mine = &lookup{done: make(chan struct{})}
+		for _, g := range missing {
+			u.lookups[g] = mine
+		}
 	}
+	u.mu.Unlock()
+
+	var errs []error
+	if mine != nil {
+		found, err := u.lookup(ctx, missing, now)
+		mine.err = err
+		u.mu.Lock()
+		u.pruneLocked(now)
+		for g, c := range found {
+			u.known[g] = c
+			nodes[g] = c.node
+		}
+		for _, g := range missing {
+			if u.lookups[g] == mine {
+				delete(u.lookups, g)
+			}
+		}
+		u.mu.Unlock()
+		close(mine.done)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, l := range others {
+		select {
+		case <-l.done:
+			if l.err != nil && !slices.ContainsFunc(errs, func(e error) bool { return e == l.err }) {
+				errs = append(errs, l.err)
+			}
+		case <-ctx.Done():
+			return nodes, errors.Join(append(errs, ctx.Err())...)
+		}
+	}
+	if len(waited) > 0 {
+		u.mu.Lock()
+		for _, g := range waited {
+			if c, ok := u.known[g]; ok {
+				nodes[g] = c.node
+			}
+		}
+		u.mu.Unlock()
+	}
+	return nodes, errors.Join(errs...)
+}
+
+// lookup is one FindCoordinator in flight, which other calls for its
+// groups wait for; err is set before done is closed.
+type lookup struct {
+	done chan struct{}
+	err  error
+}
+
+// lookup asks the upstream for the coordinators of groups. It returns
+// those it learnt, and an error naming the others.
+func (u *KgoUpstream) lookup(ctx context.Context, groups []string, now time.Time) (map[string]cachedNode, error) {
 	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorKey = missing[0]
-	req.CoordinatorKeys = missing
+	req.CoordinatorKey = groups[0]
+	req.CoordinatorKeys = groups
 	resp, err := req.RequestWith(ctx, u.cl)
 	if err != nil {
-		return nodes, fmt.Errorf("FindCoordinator %s: %w", someOf(missing), err)
+		return nil, fmt.Errorf("FindCoordinator %s: %w", someOf(groups), err)
 	}
 	var errs []error
-	found := make(map[string]cachedNode, len(missing))
-	answered := make(map[string]bool, len(missing))
+	found := make(map[string]cachedNode, len(groups))
+	answered := make(map[string]bool, len(groups))
 	var unanswered []string
 	for _, c := range resp.Coordinators {
 		answered[c.Key] = true
@@ -175,7 +246,7 @@ func (u *KgoUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[
 		}
 		found[c.Key] = cachedNode{node: c.NodeID, at: now}
 	}
-	for _, g := range missing {
+	for _, g := range groups {
 		if !answered[g] {
 			unanswered = append(unanswered, g)
 		}
@@ -183,14 +254,7 @@ func (u *KgoUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[
 	if len(unanswered) > 0 {
 		errs = append(errs, fmt.Errorf("FindCoordinator %s: the upstream did not answer for them", someOf(unanswered)))
 	}
-	u.mu.Lock()
-	u.pruneLocked(now)
-	for g, c := range found {
-		u.known[g] = c
-		nodes[g] = c.node
-	}
-	u.mu.Unlock()
-	return nodes, errors.Join(errs...)
+	return found, errors.Join(errs...)
 }
 
 // maxGroupErrors caps the per-group errors CoordinatorsOf returns: a

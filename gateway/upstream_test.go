@@ -3,10 +3,13 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -147,5 +150,72 @@ func TestKgoUpstream_CoordinatorsOfBatchesAndRemembers(t *testing.T) {
 	}
 	if n := lookups.Load() - before; n != 1 {
 		t.Errorf("%d lookups for one remembered and one new group, want 1", n)
+	}
+}
+
+// TestKgoUpstream_ConcurrentLookupsOfOneGroupShareOneRequest starts many
+// lookups of a new group at once, as the members of a group starting
+// together do: the upstream is asked once, every caller gets its answer,
+// and a lookup that fails fails for every caller waiting on it.
+func TestKgoUpstream_ConcurrentLookupsOfOneGroupShareOneRequest(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var lookups atomic.Int32
+	var fail atomic.Bool
+	c.ControlKey(int16(kmsg.FindCoordinator), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		lookups.Add(1)
+		// Slow enough that every caller starts while it is in flight.
+		time.Sleep(200 * time.Millisecond)
+		if fail.Load() {
+			fc := req.(*kmsg.FindCoordinatorRequest)
+			resp := fc.ResponseKind().(*kmsg.FindCoordinatorResponse)
+			for _, k := range fc.CoordinatorKeys {
+				rc := kmsg.NewFindCoordinatorResponseCoordinator()
+				rc.Key, rc.ErrorCode = k, kerr.CoordinatorLoadInProgress.Code
+				resp.Coordinators = append(resp.Coordinators, rc)
+			}
+			return resp, nil, true
+		}
+		return nil, nil, false
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	up := NewKgoUpstream(cl, time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	for _, tc := range []struct {
+		group string
+		fail  bool
+	}{{"together", false}, {"refused", true}} {
+		fail.Store(tc.fail)
+		before := lookups.Load()
+		const callers = 20
+		nodes := make([]map[string]int32, callers)
+		errs := make([]error, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() { nodes[i], errs[i] = up.CoordinatorsOf(ctx, []string{tc.group}) })
+		}
+		wg.Wait()
+		if n := lookups.Load() - before; n != 1 {
+			t.Errorf("%s: %d FindCoordinator requests for %d concurrent lookups, want 1", tc.group, n, callers)
+		}
+		for i := range callers {
+			_, ok := nodes[i][tc.group]
+			switch {
+			case tc.fail && (ok || errs[i] == nil || !strings.Contains(errs[i].Error(), "COORDINATOR_LOAD_IN_PROGRESS")):
+				t.Errorf("%s: caller %d got %v, %v; want no node and the upstream's error", tc.group, i, nodes[i], errs[i])
+			case !tc.fail && (!ok || errs[i] != nil):
+				t.Errorf("%s: caller %d got %v, %v; want the node", tc.group, i, nodes[i], errs[i])
+			}
+		}
 	}
 }

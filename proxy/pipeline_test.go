@@ -395,6 +395,55 @@ func TestProxy_InterceptorForwardReplacesTheRequestAndKeepsRewriting(t *testing.
 	}
 }
 
+// coordinatorInterceptor answers FindCoordinator itself, naming upstream
+// node 2 with no address, as the gateway does for managed groups.
+type coordinatorInterceptor struct{}
+
+func (coordinatorInterceptor) Intercepts(key int16) bool { return key == 10 }
+
+func (coordinatorInterceptor) Intercept(_ context.Context, r Request) (Decision, error) {
+	req := r.Req.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	resp.NodeID, resp.Port = 2, -1
+	for _, k := range req.CoordinatorKeys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.NodeID, c.Port = k, 2, -1
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	return Decision{Respond: resp}, nil
+}
+
+// A local answer that names brokers gets the gateway's addresses for them,
+// as an upstream answer does.
+func TestProxy_LocalAnswersNamingBrokersAreRewritten(t *testing.T) {
+	e := startEnv(t, 3, func(o *Options) { o.Interceptor = coordinatorInterceptor{} })
+	want, ok := e.proxy.BrokerAddr(2)
+	if !ok {
+		t.Fatal("no listener for broker 2")
+	}
+	r := dialRaw(t, e.proxy.Addr())
+	for _, v := range []int16{0, 3, 4, 6} {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version, req.CoordinatorKey, req.CoordinatorKeys = v, "g", []string{"g", "h"}
+		resp := r.roundTrip(req).(*kmsg.FindCoordinatorResponse)
+		var got []string
+		if v < 4 {
+			got = append(got, net.JoinHostPort(resp.Host, strconv.Itoa(int(resp.Port))))
+		}
+		for _, c := range resp.Coordinators {
+			got = append(got, net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))))
+		}
+		if len(got) == 0 {
+			t.Fatalf("v%d: no coordinator in %+v", v, resp)
+		}
+		for _, a := range got {
+			if a != want {
+				t.Errorf("v%d: coordinator at %s, want the gateway's %s", v, a, want)
+			}
+		}
+	}
+}
+
 func TestProxy_UpstreamClosingAnIdleConnectionClosesTheClients(t *testing.T) {
 	ups := make(chan net.Conn, 4)
 	e := startEnv(t, 1, func(o *Options) {
