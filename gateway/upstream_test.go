@@ -96,12 +96,7 @@ func TestKgoUpstream_CoordinatorsOfBatchesAndRemembers(t *testing.T) {
 		keys.Add(int32(max(len(fc.CoordinatorKeys), 1)))
 		return nil, nil, false
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	up := NewKgoUpstream(cl, time.Minute)
+	cl, up := upstreamOn(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
@@ -182,12 +177,7 @@ func TestKgoUpstream_ConcurrentLookupsOfOneGroupShareOneRequest(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RequestRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	up := NewKgoUpstream(cl, time.Minute)
+	_, up := upstreamOn(t, c, kgo.RequestRetries(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
@@ -218,4 +208,16 @@ func TestKgoUpstream_ConcurrentLookupsOfOneGroupShareOneRequest(t *testing.T) {
 			}
 		}
 	}
+}
+
+// upstreamOn returns a kgo client of c, closed when the test ends, and a
+// KgoUpstream over it that remembers coordinators for a minute.
+func upstreamOn(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) (*kgo.Client, *KgoUpstream) {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl, NewKgoUpstream(cl, time.Minute)
 }
