@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wasmassign/wasmassign/internal/mempipe"
@@ -35,6 +36,7 @@ import (
 // listener is one broker's listener: the TCP listener kfake asked for, and
 // the connections [Cluster.Dial] hands over.
 type listener struct {
+	counts *acceptCounts // shared by the cluster's listeners
 	tcp    net.Listener
 	mem    chan net.Conn
 	tcpIn  chan accepted
@@ -50,8 +52,8 @@ type accepted struct {
 
 var _ net.Listener = (*listener)(nil)
 
-func newListener(tcp net.Listener) *listener {
-	l := &listener{tcp: tcp, mem: make(chan net.Conn), tcpIn: make(chan accepted), closed: make(chan struct{})}
+func newListener(tcp net.Listener, counts *acceptCounts) *listener {
+	l := &listener{counts: counts, tcp: tcp, mem: make(chan net.Conn), tcpIn: make(chan accepted), closed: make(chan struct{})}
 	go l.acceptTCP()
 	return l
 }
@@ -79,8 +81,12 @@ func (l *listener) acceptTCP() {
 func (l *listener) Accept() (net.Conn, error) {
 	select {
 	case a := <-l.tcpIn:
+		if a.err == nil {
+			l.counts.tcp.Add(1)
+		}
 		return a.c, a.err
 	case c := <-l.mem:
+		l.counts.memory.Add(1)
 		return c, nil
 	case <-l.closed:
 		return nil, net.ErrClosed
@@ -119,8 +125,22 @@ func (l *listener) dial(ctx context.Context) (net.Conn, error) {
 // listeners records the brokers' listeners by address as kfake opens them,
 // at start and for brokers added later.
 type listeners struct {
+	counts acceptCounts
 	mu     sync.Mutex
 	byAddr map[string]*listener
+}
+
+// acceptCounts counts the connections the brokers accepted, by transport.
+type acceptCounts struct {
+	memory, tcp atomic.Int64
+}
+
+// Accepted returns how many connections the brokers have accepted in
+// memory (from [Cluster.Dial]) and over TCP since the cluster started. The
+// daemon exports them: a gateway whose connections show up under TCP is
+// paying for loopback it should not.
+func (c *Cluster) Accepted() (memory, tcp int64) {
+	return c.listeners.counts.memory.Load(), c.listeners.counts.tcp.Load()
 }
 
 // listen is kfake's listen function.
@@ -129,7 +149,7 @@ func (ls *listeners) listen(network, address string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := newListener(tcp)
+	l := newListener(tcp, &ls.counts)
 	ls.mu.Lock()
 	ls.byAddr[tcp.Addr().String()] = l
 	ls.mu.Unlock()

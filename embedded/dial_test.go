@@ -53,6 +53,7 @@ func start(t *testing.T, cfg config.Embedded) (*Cluster, context.Context) {
 
 func TestDial_ReachesEveryBrokerInMemory(t *testing.T) {
 	c, ctx := start(t, config.Embedded{Brokers: 3, Topics: []config.TopicSpec{{Name: "t", Partitions: 6, Replication: 1}}})
+	mem0, tcp0 := c.Accepted()
 	var kinds connKinds
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.Dialer(kinds.dialer(c)),
 		kgo.DefaultProduceTopic("t"), kgo.ConsumeTopics("t"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -94,6 +95,13 @@ func TestDial_ReachesEveryBrokerInMemory(t *testing.T) {
 	// The seed connection and one per broker at least.
 	if kinds.tcp != 0 || kinds.mem < 3 {
 		t.Errorf("dialled %d TCP and %d in-memory connections, want only in-memory ones, at least 3", kinds.tcp, kinds.mem)
+	}
+	// The brokers count what they accepted the same way (the accept of
+	// the last dial may still be under way).
+	mem1, tcp1 := c.Accepted()
+	if tcp1 != tcp0 || mem1-mem0 < int64(kinds.mem)-1 || mem1-mem0 > int64(kinds.mem) {
+		t.Errorf("the brokers accepted %d in-memory and %d TCP connections, the client dialled %d in memory and none over TCP",
+			mem1-mem0, tcp1-tcp0, kinds.mem)
 	}
 }
 

@@ -147,6 +147,9 @@ func startDaemon(ctx context.Context, cfg *config.Config, cacheDir string, log *
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(promReg, cfg.Server.MetricsGroupCap)
 	d.metrics = m
+	if d.cluster != nil {
+		registerEmbeddedConnections(promReg, d.cluster)
+	}
 	if cfg.Plugins.Dir != "" {
 		d.reloader = pluginreload.New(pluginreload.Options{
 			Dir: cfg.Plugins.Dir, Host: d.host, Registry: d.registry,
@@ -637,5 +640,26 @@ func (p *preboundListeners) closeRest() {
 	for addr, ln := range p.lns {
 		ln.Close()
 		delete(p.lns, addr)
+	}
+}
+
+// registerEmbeddedConnections exports the connections the embedded brokers
+// accepted, by transport: the gateway's should all be in memory, and a
+// count under tcp beyond the daemon's own client and direct clients means
+// the proxy fell back to loopback.
+func registerEmbeddedConnections(reg prometheus.Registerer, c *embedded.Cluster) {
+	for _, transport := range []string{"memory", "tcp"} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace:   "wasmassign",
+			Name:        "embedded_connections_total",
+			Help:        "Connections the embedded brokers accepted, by transport: memory (the gateway's) or tcp (direct clients and the daemon's own).",
+			ConstLabels: prometheus.Labels{"transport": transport},
+		}, func() float64 {
+			memory, tcp := c.Accepted()
+			if transport == "memory" {
+				return float64(memory)
+			}
+			return float64(tcp)
+		}))
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,16 +72,8 @@ func filePlugin(t *testing.T, admin, file string) (pluginJSON, bool) {
 
 func reloadFailures(t *testing.T, admin string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, `wasmassign_plugin_reloads_total{result="failed"} `); ok {
-			return v
-		}
+	if v, ok := metricValue(t, admin, `wasmassign_plugin_reloads_total{result="failed"}`); ok {
+		return v
 	}
 	return "0"
 }

@@ -159,7 +159,13 @@ func TestServe_AnnouncesTheEmbeddedBrokers(t *testing.T) {
 		slices.Sort(addrs)
 		return addrs
 	}
-	direct, gateway := brokers(d.embedded), brokers([]string{d.bootstrap})
+	direct := brokers(d.embedded)
+	memoryBefore := embeddedConnections(t, d.admin, "memory")
+	gateway := brokers([]string{d.bootstrap})
+	// The gateway reaches the brokers in memory, not over loopback TCP.
+	if after := embeddedConnections(t, d.admin, "memory"); after <= memoryBefore {
+		t.Errorf("the embedded brokers accepted %v in-memory connections before a client used the gateway and %v after: the proxy dialled them over TCP", memoryBefore, after)
+	}
 	want := slices.Sorted(slices.Values(d.embedded))
 	if !slices.Equal(direct, want) {
 		t.Errorf("the embedded brokers advertise %v, want the announced %v", direct, want)
@@ -282,4 +288,38 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// embeddedConnections reads wasmassign_embedded_connections_total for
+// transport from the daemon's /metrics.
+func embeddedConnections(t *testing.T, admin, transport string) float64 {
+	t.Helper()
+	series := `wasmassign_embedded_connections_total{transport="` + transport + `"}`
+	v, ok := metricValue(t, admin, series)
+	if !ok {
+		t.Fatalf("/metrics has no %s", series)
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		t.Fatalf("%s %q: %v", series, v, err)
+	}
+	return f
+}
+
+// metricValue returns the value of one series (name and labels as the
+// exposition format prints them) from the daemon's /metrics.
+func metricValue(t *testing.T, admin, series string) (string, bool) {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
