@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -193,24 +194,40 @@ func (u *KgoUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[
 			errs = append(errs, err)
 		}
 	}
+	// A lookup runs under the context of the call that started it, so it
+	// ends early when that call's client leaves; the groups it was to find
+	// are then looked up again under this call's context.
+	cutShort := false
 	for _, l := range others {
 		select {
 		case <-l.done:
-			if l.err != nil && !slices.ContainsFunc(errs, func(e error) bool { return e == l.err }) {
+			switch {
+			case l.err == nil:
+			case errors.Is(l.err, context.Canceled) || errors.Is(l.err, context.DeadlineExceeded):
+				cutShort = true
+			case !slices.ContainsFunc(errs, func(e error) bool { return e == l.err }):
 				errs = append(errs, l.err)
 			}
 		case <-ctx.Done():
 			return nodes, errors.Join(append(errs, ctx.Err())...)
 		}
 	}
-	if len(waited) > 0 {
-		u.mu.Lock()
-		for _, g := range waited {
-			if c, ok := u.known[g]; ok {
-				nodes[g] = c.node
-			}
+	var again []string
+	u.mu.Lock()
+	for _, g := range waited {
+		if c, ok := u.known[g]; ok {
+			nodes[g] = c.node
+		} else if cutShort {
+			again = append(again, g)
 		}
-		u.mu.Unlock()
+	}
+	u.mu.Unlock()
+	if len(again) > 0 && ctx.Err() == nil {
+		more, err := u.CoordinatorsOf(ctx, again)
+		maps.Copy(nodes, more)
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return nodes, errors.Join(errs...)
 }

@@ -221,3 +221,48 @@ func upstreamOn(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) (*kgo.Client, *
 	t.Cleanup(cl.Close)
 	return cl, NewKgoUpstream(cl, time.Minute)
 }
+
+// TestKgoUpstream_ALookupCutShortIsAskedAgainForTheOthers starts a lookup
+// under a context that ends while the upstream answers, and a second
+// lookup of the same group that waits for it: the second, whose context
+// is still live, asks again and gets the coordinator.
+func TestKgoUpstream_ALookupCutShortIsAskedAgainForTheOthers(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var lookups atomic.Int32
+	c.ControlKey(int16(kmsg.FindCoordinator), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		lookups.Add(1)
+		time.Sleep(200 * time.Millisecond)
+		return nil, nil, false
+	})
+	_, up := upstreamOn(t, c, kgo.RequestRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelShort()
+	first := make(chan error, 1)
+	go func() {
+		_, err := up.CoordinatorsOf(short, []string{"g"})
+		first <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); lookups.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first lookup never reached the upstream")
+		}
+	}
+	nodes, err := up.CoordinatorsOf(ctx, []string{"g"})
+	if _, ok := nodes["g"]; !ok || err != nil {
+		t.Errorf("the waiting lookup got %v, %v; want the coordinator", nodes, err)
+	}
+	if err := <-first; err == nil {
+		t.Error("the lookup whose context ended reported no error")
+	}
+	if n := lookups.Load(); n != 2 {
+		t.Errorf("%d FindCoordinator requests, want 2: the cut-short one and the retry", n)
+	}
+}
