@@ -25,9 +25,9 @@ import (
 // nothing (a consumer's group connection, whose requests the coordinator
 // answers) never reaches the broker, so there is nothing to record (see
 // conn.startDial). An answer is at most one forwarding connection behind
-// the broker's own, and clients keep the highest
-// finalized-features epoch they have seen (KIP-584), so a stale copy cannot
-// take a feature back from them.
+// the broker's own, and clients keep the highest finalized-features epoch
+// they have seen (KIP-584), so a stale copy cannot take a feature back
+// from them.
 //
 // Requests whose answer could differ from the remembered one are forwarded
 // and answered by the broker as before: an error answer is never

@@ -82,10 +82,10 @@ type slot struct {
 //
 // Two goroutines serve it: readClient parses requests and sends them
 // upstream (or to the interceptor), and the other dials the upstream once
-// there is a request to forward (startDial), then
-// runs readUpstream, which matches upstream responses to requests in the
-// order they were sent. q keeps the order requests arrived in and writes
-// responses in it; inflight carries the upstream's order.
+// there is a request to forward (startDial), then runs readUpstream, which
+// matches upstream responses to requests in the order they were sent. q
+// keeps the order requests arrived in and writes responses in it; inflight
+// carries the upstream's order.
 type conn struct {
 	p    *Proxy
 	info ConnInfo
