@@ -261,6 +261,20 @@ func (e *benchEnv) rebalanceSeeds(i int) []string { return e.seeds[min(i, 1)] }
 // joins it.
 const settleTime = time.Second
 
+// join50Rounds is how many groups of 50 each side forms per iteration.
+// Forming one takes one start-up or a heartbeat interval more (see
+// benchRebalance), and which mode an iteration lands in is a race the
+// gateway has no part in; with 25 samples a side, the share of slow ones
+// alone moved the ratio of means by a fifth between runs of the same
+// binary. Forming a group is cheap next to the second of settling, so
+// each iteration forms several.
+const join50Rounds = 3
+
+// quietTime is how long BenchmarkGatewayRebalance waits after abandoning
+// a group's members, so that closing their connections (150 and more, in
+// the daemon and in kfake) does not overlap the next group's start-up.
+const quietTime = 250 * time.Millisecond
+
 // BenchmarkGatewayRebalance measures, for eager range members, the time
 // from starting 50 kgo members to the group being stable (every member
 // holding its partitions; join50), then, after the group has settled for
@@ -313,25 +327,34 @@ func benchRebalance(b *testing.B, e *benchEnv) {
 			side := (i + k) % len(sides)
 			name := sides[side]
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			rig := kfakegroup.NewRig(e.rebalanceSeeds(side), fmt.Sprintf("rebalance-%s-%d-%d", name, e.runs, i), []string{benchTopic}, nil)
 			o := benchConsumer(kgo.RangeBalancer())
-			start := time.Now()
-			startMembers(b, rig, names, o)
-			at, err := stableAt(ctx, rig, names, 0)
-			if err != nil {
-				b.Fatalf("%s: 50 joining: %v", name, err)
+			// Each side forms join50Rounds groups of 50 in a row and goes
+			// on with the last; see join50Rounds.
+			var rig *kfakegroup.Rig
+			for r := range join50Rounds {
+				if rig != nil {
+					abandonAll(rig)
+					time.Sleep(quietTime)
+				}
+				rig = kfakegroup.NewRig(e.rebalanceSeeds(side), fmt.Sprintf("rebalance-%s-%d-%d-%d", name, e.runs, i, r), []string{benchTopic}, nil)
+				start := time.Now()
+				startMembers(b, rig, names, o)
+				at, err := stableAt(ctx, rig, names, 0)
+				if err != nil {
+					b.Fatalf("%s: 50 joining: %v", name, err)
+				}
+				join50[side] = append(join50[side], at.Sub(start))
+				_, gen := rig.Consumers()[names[0]].Joined()
+				b.Logf("iteration %d.%d, %s: 50 members stable after %v, in generation %d", i, r, name, at.Sub(start).Round(time.Millisecond/10), gen)
 			}
-			join50[side] = append(join50[side], at.Sub(start))
-			_, gen := rig.Consumers()[names[0]].Joined()
-			b.Logf("iteration %d, %s: 50 members stable after %v, in generation %d", i, name, at.Sub(start).Round(time.Millisecond/10), gen)
 
 			// One member joins the settled group of 50.
 			time.Sleep(settleTime)
 			mark := rig.Ledger().Mark()
-			start = time.Now()
+			start := time.Now()
 			startMembers(b, rig, []string{"late"}, o)
 			all := append(names[:members:members], "late")
-			at, err = stableAt(ctx, rig, all, mark)
+			at, err := stableAt(ctx, rig, all, mark)
 			if err != nil {
 				b.Fatalf("%s: one joining a settled 50: %v", name, err)
 			}
@@ -372,6 +395,7 @@ func benchRebalance(b *testing.B, e *benchEnv) {
 			}
 			cancel()
 			abandonAll(rig)
+			time.Sleep(quietTime)
 		}
 	}
 	b.StopTimer()
@@ -416,11 +440,83 @@ func benchRebalance(b *testing.B, e *benchEnv) {
 			b.ReportMetric(float64(slow)/float64(len(join50[side])), name+"-join50-heartbeat-waited-frac")
 		}
 	}
+	// The same figures within each mode, and the ratio of means with the
+	// modes weighted alike on both sides (by their share over both): what
+	// the gateway adds to a start-up, apart from the race that decides the
+	// mode. Both sides wait a heartbeat about as often (the shares above
+	// say whether they did).
+	fast, slow := splitModes(join50, heartbeat)
+	if r, ok := medianRatio(fast[0], fast[2]); ok {
+		b.ReportMetric(r, "join50-fast-ratio")
+	}
+	if r, ok := medianRatio(slow[0], slow[2]); ok {
+		b.ReportMetric(r, "join50-slow-ratio")
+	}
+	if r, ok := stratifiedMeanRatio(fast[0], slow[0], fast[2], slow[2]); ok {
+		b.ReportMetric(r, "join50-stratified-mean-ratio")
+	}
 	ratio("join50", join50)
 	ratio("join1", join1)
 	ratio("join1-at-stability", atStability)
 	ratio("join1-at-stability-client-start", clientStart)
 	b.ReportMetric(mean(join50[2]).Seconds()/mean(join50[0]).Seconds(), "join50-mean-ratio")
+}
+
+// splitModes splits each side's times into those at most heartbeat (the
+// group formed in one start-up) and those above it (it waited for a
+// heartbeat).
+func splitModes(v [3][]time.Duration, heartbeat time.Duration) (fast, slow [3][]time.Duration) {
+	for side, ds := range v {
+		for _, d := range ds {
+			if d > heartbeat {
+				slow[side] = append(slow[side], d)
+			} else {
+				fast[side] = append(fast[side], d)
+			}
+		}
+	}
+	return fast, slow
+}
+
+// medianRatio returns median(gateway)/median(direct), false when either
+// has no samples.
+func medianRatio(direct, gateway []time.Duration) (float64, bool) {
+	if len(direct) == 0 || len(gateway) == 0 {
+		return 0, false
+	}
+	return median(gateway).Seconds() / median(direct).Seconds(), true
+}
+
+// stratifiedMeanRatio returns the ratio of the gateway's mean to the
+// direct side's when both take the fast and slow modes in the same
+// proportion: the share of slow samples over both sides. It is false when
+// a mode both sides took has no samples on one of them.
+func stratifiedMeanRatio(directFast, directSlow, gatewayFast, gatewaySlow []time.Duration) (float64, bool) {
+	nf := len(directFast) + len(gatewayFast)
+	ns := len(directSlow) + len(gatewaySlow)
+	if nf+ns == 0 {
+		return 0, false
+	}
+	w := float64(ns) / float64(nf+ns)
+	weighted := func(f, s []time.Duration) (float64, bool) {
+		if (w < 1 && len(f) == 0) || (w > 0 && len(s) == 0) {
+			return 0, false
+		}
+		var m float64
+		if w < 1 {
+			m += (1 - w) * mean(f).Seconds()
+		}
+		if w > 0 {
+			m += w * mean(s).Seconds()
+		}
+		return m, true
+	}
+	d, okD := weighted(directFast, directSlow)
+	g, okG := weighted(gatewayFast, gatewaySlow)
+	if !okD || !okG || d == 0 {
+		return 0, false
+	}
+	return g / d, true
 }
 
 // mean returns the mean of ds, 0 for none.
@@ -537,6 +633,7 @@ func BenchmarkGatewayCooperativePause(b *testing.B) {
 			pausedParts[side] += n
 			cancel()
 			abandonAll(rig)
+			time.Sleep(quietTime)
 		}
 	}
 	b.StopTimer()
