@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"regexp"
 	"sync"
 
@@ -51,6 +52,10 @@ type avKey struct {
 type avAnswer struct {
 	table *apiTable
 	body  []byte // response body, throttle time zeroed; never modified
+	// raw is the upstream's body as it came, so that the same answer
+	// seen again (every forwarded ApiVersions after a local answer) is
+	// recognised without decoding and encoding it twice.
+	raw []byte
 }
 
 // apiVersionsCache holds the latest successful ApiVersions answer per node
@@ -74,9 +79,19 @@ func (c *apiVersionsCache) get(node int32, version int16, table *apiTable) ([]by
 	return a.body, true
 }
 
-// learn remembers the upstream's answer for node and version, already
-// limited to table; an error answer is not remembered.
-func (c *apiVersionsCache) learn(node int32, version int16, table *apiTable, r *kmsg.ApiVersionsResponse) {
+// unchanged reports whether raw, an upstream answer's body for node and
+// version, is the one remembered for table.
+func (c *apiVersionsCache) unchanged(node int32, version int16, table *apiTable, raw []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.answers[avKey{node, version}]
+	return ok && *a.table == *table && bytes.Equal(a.raw, raw)
+}
+
+// learn remembers the upstream's answer r for node and version, already
+// limited to table, and raw, the body it was decoded from; an error
+// answer is not remembered.
+func (c *apiVersionsCache) learn(node int32, version int16, table *apiTable, r *kmsg.ApiVersionsResponse, raw []byte) {
 	if r.ErrorCode != 0 || len(r.ApiKeys) == 0 {
 		return
 	}
@@ -88,7 +103,7 @@ func (c *apiVersionsCache) learn(node int32, version int16, table *apiTable, r *
 	if c.answers == nil {
 		c.answers = make(map[avKey]avAnswer)
 	}
-	c.answers[avKey{node, version}] = avAnswer{table: table, body: body}
+	c.answers[avKey{node, version}] = avAnswer{table: table, body: body, raw: bytes.Clone(raw)}
 }
 
 // answerableLocally reports whether an ApiVersions request body at version

@@ -90,8 +90,11 @@ type conn struct {
 	p    *Proxy
 	info ConnInfo
 	nc   net.Conn
-	br   *bufio.Reader
-	log  *slog.Logger
+	br   *bufio.Reader // readClient only; from p.bufs
+	// log is made on first use: most connections log nothing, and a
+	// logger with attributes formats them as it is made.
+	logOnce sync.Once
+	log     *slog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -105,8 +108,12 @@ type conn struct {
 	upW        *bufio.Writer
 	early      []earlyFrame
 	earlyBytes int
-	upSet      sync.Mutex // guards up
-	up         net.Conn
+	// released is set once the buffers went back to the pool
+	// (releaseBuffers): a request an interceptor forwards after that
+	// finds no upstream writer and is dropped.
+	released bool
+	upSet    sync.Mutex // guards up
+	up       net.Conn
 	// upReady is closed once up and upW are set and the early frames are
 	// written: requests are read while the upstream is dialled (see run).
 	upReady chan struct{}
@@ -134,8 +141,8 @@ func newConn(p *Proxy, nc net.Conn, node int32, id uint64) *conn {
 	c := &conn{
 		p:        p,
 		nc:       nc,
-		br:       bufio.NewReaderSize(nc, bufSize),
-		q:        newRespQueue(bufio.NewWriterSize(nc, bufSize)),
+		br:       p.bufs.reader(nc),
+		q:        newRespQueue(p.bufs.writer(nc)),
 		inflight: make(chan *slot, upstreamDepth),
 		upReady:  make(chan struct{}),
 		upDone:   make(chan struct{}),
@@ -146,7 +153,6 @@ func newConn(p *Proxy, nc net.Conn, node int32, id uint64) *conn {
 	} else if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.info.Remote = ap
 	}
-	c.log = p.log.With("conn", id, "client", c.info.Remote.String(), "node", node)
 	c.ctx, c.cancel = context.WithCancel(p.ctx)
 	return c
 }
@@ -174,6 +180,31 @@ func (c *conn) run() {
 	// the dialling goroutine.
 	c.dialOnce.Do(func() { close(c.upDone) })
 	<-c.upDone
+	c.releaseBuffers()
+}
+
+// logger returns the connection's logger, which names it.
+func (c *conn) logger() *slog.Logger {
+	c.logOnce.Do(func() {
+		c.log = c.p.log.With("conn", c.info.ID, "client", c.info.Remote.String(), "node", c.info.Node)
+	})
+	return c.log
+}
+
+// releaseBuffers gives the connection's buffers back to the pool once the
+// connection is closed and its reading goroutines have ended. Only an
+// interceptor's goroutine can still be running: its answer is dropped by
+// the dead response queue (which waits for a write under way first), and
+// a request it forwards finds c.released.
+func (c *conn) releaseBuffers() {
+	c.p.bufs.putReader(c.br)
+	c.br = nil
+	c.p.bufs.putWriter(c.q.release())
+	c.upMu.Lock()
+	c.p.bufs.putWriter(c.upW)
+	c.upW = nil
+	c.released = true
+	c.upMu.Unlock()
 }
 
 // startDial dials the upstream in the background, once, when the
@@ -218,12 +249,14 @@ func (c *conn) startDial() {
 			wrote := make(chan struct{})
 			go func() {
 				defer close(wrote)
-				if err := c.writeEarly(bufio.NewWriterSize(up, bufSize)); err != nil {
+				if err := c.writeEarly(c.p.bufs.writer(up)); err != nil {
 					c.close(fmt.Errorf("upstream write: %w", err))
 				}
 			}()
-			c.readUpstream(bufio.NewReaderSize(up, bufSize))
+			r := c.p.bufs.reader(up)
+			c.readUpstream(r)
 			<-wrote
+			c.p.bufs.putReader(r)
 		}()
 	})
 }
@@ -240,7 +273,7 @@ func (c *conn) dial(addr string) (net.Conn, bool) {
 		c.p.down.set(c.info.Upstream, true)
 		err = fmt.Errorf("upstream %s: %w", addr, err)
 		if closed, ok := c.p.unreachable.report(time.Now(), unreachableLogEvery); ok {
-			c.log.Warn("closing client connections: their broker is unreachable", "err", err, "connections_closed", closed)
+			c.logger().Warn("closing client connections: their broker is unreachable", "err", err, "connections_closed", closed)
 		}
 		if c.p.opts.OnUnreachable != nil {
 			c.p.opts.OnUnreachable(err)
@@ -381,11 +414,11 @@ func (c *conn) close(err error) {
 		c.upSet.Unlock()
 		switch {
 		case err == nil || errors.Is(err, errShutdown):
-			c.log.Debug("client connection closed")
+			c.logger().Debug("client connection closed")
 		case errors.Is(err, errUnreachable): // reported by run, paced
-			c.log.Debug("client connection closed", "err", err)
+			c.logger().Debug("client connection closed", "err", err)
 		default:
-			c.log.Warn("closing client connection", "err", err)
+			c.logger().Warn("closing client connection", "err", err)
 		}
 	})
 }
@@ -667,6 +700,10 @@ func (c *conn) send(s *slot, fr []byte, flush bool) error {
 		if c.upW != nil {
 			break // still locked
 		}
+		if c.released {
+			c.upMu.Unlock()
+			return errShutdown
+		}
 		if len(c.early) < maxEarlyFrames && c.earlyBytes+len(fr) <= maxEarlyBytes {
 			c.early = append(c.early, earlyFrame{s: s, fr: bytes.Clone(fr)})
 			c.earlyBytes += len(fr)
@@ -708,7 +745,7 @@ func (c *conn) flushUpstream() error {
 	}
 	c.upMu.Lock()
 	defer c.upMu.Unlock()
-	if c.upW.Buffered() == 0 {
+	if c.upW == nil || c.upW.Buffered() == 0 {
 		return nil
 	}
 	return c.upW.Flush()
@@ -761,7 +798,7 @@ func (c *conn) readUpstream(r *bufio.Reader) {
 		if err != nil {
 			if c.ctx.Err() == nil {
 				if len(c.inflight) == 0 && errors.Is(err, io.EOF) {
-					c.log.Info("upstream closed an idle connection")
+					c.logger().Info("upstream closed an idle connection")
 					c.close(nil)
 				} else {
 					c.close(fmt.Errorf("upstream connection: %w", err))
@@ -801,7 +838,7 @@ func (c *conn) readUpstream(r *bufio.Reader) {
 		resp, err := c.transform(s, fr)
 		if s.discard {
 			if err != nil {
-				c.log.Debug("upstream answer to a request already answered", "api", kmsg.NameForKey(s.key), "err", err)
+				c.logger().Debug("upstream answer to a request already answered", "api", kmsg.NameForKey(s.key), "err", err)
 			}
 			continue
 		}
@@ -902,9 +939,12 @@ func (c *conn) transform(s *slot, fr []byte) ([]byte, error) {
 		out = resp.AppendTo(nil)
 	case s.key == 18:
 		t := c.p.state.load().table
+		if s.discard && c.p.avs.unchanged(c.info.Upstream, s.version, t, body) {
+			return nil, nil // the client had this answer already
+		}
 		var r *kmsg.ApiVersionsResponse
 		if r, err = limitedApiVersions(s.version, body, t); err == nil {
-			c.p.avs.learn(c.info.Upstream, s.version, t, r)
+			c.p.avs.learn(c.info.Upstream, s.version, t, r, body)
 			out = r.AppendTo(nil)
 		}
 	default:

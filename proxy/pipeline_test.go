@@ -494,3 +494,69 @@ func TestProxy_BrokerFirstSeenInAResponseGetsAListenerAtOnce(t *testing.T) {
 		t.Errorf("through the new listener: %d brokers, want 2", len(got.Brokers))
 	}
 }
+
+// lateInterceptor holds every Metadata request until released, whatever
+// its context says, then forwards it (answer false) or answers it.
+type lateInterceptor struct {
+	held    chan struct{}
+	release chan struct{}
+	answer  bool
+}
+
+func (*lateInterceptor) Intercepts(key int16) bool { return key == 3 }
+
+func (li *lateInterceptor) Intercept(_ context.Context, r Request) (Decision, error) {
+	li.held <- struct{}{}
+	<-li.release
+	if li.answer {
+		return Decision{Respond: r.Req.ResponseKind()}, nil
+	}
+	return Decision{Forward: r.Req}, nil
+}
+
+// A connection's buffers go back to a pool when it ends, while an
+// interceptor may still be deciding one of its requests. The decision,
+// made after the connection is gone, must touch neither the buffers nor
+// the connections now using them: the proxy stays up and other clients'
+// answers stay intact.
+func TestProxy_InterceptorDecidingAfterTheConnectionEnded(t *testing.T) {
+	for _, answer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("answer=%v", answer), func(t *testing.T) {
+			li := &lateInterceptor{held: make(chan struct{}, 8), release: make(chan struct{})}
+			e := startEnv(t, 1, func(o *Options) { o.Interceptor = li })
+			node, ok := e.proxy.BrokerAddr(0)
+			if !ok {
+				t.Fatal("no listener for broker 0")
+			}
+			for range 4 {
+				r := dialRaw(t, node)
+				// An ApiVersions first, so that the connection dials.
+				r.roundTrip(kmsg.NewPtrApiVersionsRequest())
+				md := kmsg.NewPtrMetadataRequest()
+				md.Version = 12
+				r.send(md, 7)
+				<-li.held
+				r.nc.Close()
+			}
+			e.waitNoConns(t, "after the clients left")
+
+			// Fresh connections take the pooled buffers; the held
+			// decisions now land.
+			others := make([]*rawConn, 4)
+			for i := range others {
+				others[i] = dialRaw(t, node)
+				others[i].roundTrip(kmsg.NewPtrApiVersionsRequest())
+			}
+			close(li.release)
+			for round := range 20 {
+				for i, r := range others {
+					d := kmsg.NewPtrDescribeClusterRequest()
+					resp := r.roundTrip(d).(*kmsg.DescribeClusterResponse)
+					if resp.ErrorCode != 0 || len(resp.Brokers) != 1 {
+						t.Fatalf("round %d, client %d: DescribeCluster answered %+v", round, i, resp)
+					}
+				}
+			}
+		})
+	}
+}

@@ -176,6 +176,7 @@ type Proxy struct {
 	maxFrame int32
 	streamAt int64     // responses this big or bigger are streamed
 	chunks   sync.Pool // *[]byte of copyChunk bytes, for streaming
+	bufs     bufPool   // connections' buffered readers and writers
 	listHost string    // host the listeners bind to
 	flexFrom [maxKey + 1]int16
 

@@ -67,7 +67,9 @@ func (q *respQueue) complete(s *slot, resp []byte, err error) error {
 	q.writing = false
 	if werr != nil {
 		q.dead = true
-		q.space.Broadcast()
+	}
+	if q.dead {
+		q.space.Broadcast() // for release
 	}
 	q.maybeFinish()
 	q.mu.Unlock()
@@ -155,10 +157,28 @@ func (q *respQueue) releaseHead(failed error) error {
 	q.writing = false
 	if failed != nil || err != nil {
 		q.dead = true
-		q.space.Broadcast()
+	}
+	if q.dead {
+		q.space.Broadcast() // for release
 	}
 	q.maybeFinish()
 	return err
+}
+
+// release kills the queue, waits for a write under way to end, and returns
+// the writer, which nothing touches after that: every later complete finds
+// the queue dead.
+func (q *respQueue) release() *bufio.Writer {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.dead = true
+	q.space.Broadcast()
+	for q.writing {
+		q.space.Wait()
+	}
+	bw := q.bw
+	q.bw = nil
+	return bw
 }
 
 // close says no more slots will be pushed; finished is closed once the
