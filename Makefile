@@ -98,7 +98,8 @@ bench: build testdata
 ## bench-gateway: issue 5's benchmarks: rebalance latency, paused partitions and throughput, gateway vs kfake direct.
 # The rebalance and throughput benchmarks take more iterations: rebalance
 # figures move in steps of a heartbeat interval, so a median of 10 can land
-# on either side of one, and a throughput pair lasts a tenth of a second
+# on either side of one (forming the group of 50 is judged by the mean of
+# 100 samples a side, see BenchmarkGatewayRebalance), and a throughput pair lasts a tenth of a second
 # and varies by a third from pair to pair (the side run second in a pair is
 # about 6% slower, which alternating the order cancels): 120 pairs put the
 # median within a few hundredths. Both run on the daemon's embedded cluster;
