@@ -162,6 +162,7 @@ func (c *conn) run() {
 	addr, upNode, err := c.p.upstreamAddr(c.info.Node)
 	if err != nil {
 		c.close(fmt.Errorf("upstream: %w", err))
+		c.releaseBuffers()
 		return
 	}
 	c.info.Upstream = upNode // before anything reads info
@@ -818,7 +819,7 @@ func (c *conn) readUpstream(r *bufio.Reader) {
 			return
 		}
 		if size >= c.p.streamAt && streamable(s) && c.q.acquireHead(s) {
-			err := c.stream(s, r, size)
+			err := c.streamHeld(s, r, size)
 			if werr := c.q.releaseHead(err); werr != nil || err != nil {
 				c.close(fmt.Errorf("streaming %s response: %w", kmsg.NameForKey(s.key), errors.Join(err, werr)))
 				return
@@ -884,6 +885,18 @@ func (c *conn) noteSASL(s *slot, fr []byte) {
 	default:
 		c.saslAccepted.Store(true)
 	}
+}
+
+// streamHeld is stream turning a panic into an error, so that the caller
+// always gives the right to write back (releaseHead): the connection's end
+// waits for it before its buffers go back to the pool (releaseBuffers).
+func (c *conn) streamHeld(s *slot, r *bufio.Reader, size int64) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("internal error: %v", v)
+		}
+	}()
+	return c.stream(s, r, size)
 }
 
 // stream copies the response for s, size bytes after its prefix, from the
