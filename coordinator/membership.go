@@ -29,33 +29,45 @@ func (c *Coordinator) syncSuccess(g *group, m *member, version int16) *kmsg.Sync
 	return r
 }
 
-// syncGroup is classicGroupSyncToClassicGroup.
-func (c *Coordinator) syncGroup(id RequestID, r *kmsg.SyncGroupRequest) {
-	fail := func(code int16) { c.reply(id, syncError(r.Version, code)) }
-	if r.Group == "" {
-		fail(kerr.InvalidGroupID.Code)
-		return
+// memberInGeneration finds the group of a SyncGroup or Heartbeat and
+// checks its member and generation, which Kafka does alike and in this
+// order for both. code is the error to answer; 0 lets the request on.
+func (c *Coordinator) memberInGeneration(groupID, member, instance string, generation int32) (*group, int16) {
+	if groupID == "" {
+		return nil, kerr.InvalidGroupID.Code
 	}
-	g := c.groups[r.Group]
+	g := c.groups[groupID]
 	if g == nil {
-		fail(kerr.UnknownMemberID.Code)
-		return
+		return nil, kerr.UnknownMemberID.Code
 	}
 	c.touch(g)
 	if g.state == Dead {
-		fail(kerr.CoordinatorNotAvailable.Code)
-		return
+		return nil, kerr.CoordinatorNotAvailable.Code
 	}
-	instance := ""
-	if r.Version >= 3 && r.InstanceID != nil {
-		instance = *r.InstanceID
+	if code := g.validateMember(member, instance); code != 0 {
+		return nil, code
 	}
-	if code := g.validateMember(r.MemberID, instance); code != 0 {
+	if generation != g.generation {
+		return nil, kerr.IllegalGeneration.Code
+	}
+	return g, 0
+}
+
+// instanceID returns the group instance id a request carries: "" for a
+// dynamic member, or below from, the first version with the field.
+func instanceID(version, from int16, id *string) string {
+	if version < from || id == nil {
+		return ""
+	}
+	return *id
+}
+
+// syncGroup is classicGroupSyncToClassicGroup.
+func (c *Coordinator) syncGroup(id RequestID, r *kmsg.SyncGroupRequest) {
+	fail := func(code int16) { c.reply(id, syncError(r.Version, code)) }
+	g, code := c.memberInGeneration(r.Group, r.MemberID, instanceID(r.Version, 3, r.InstanceID), r.Generation)
+	if code != 0 {
 		fail(code)
-		return
-	}
-	if r.Generation != g.generation {
-		fail(kerr.IllegalGeneration.Code)
 		return
 	}
 	if r.Version >= 5 && (inconsistent(r.ProtocolType, g.protocolType) || inconsistent(r.Protocol, g.protocol)) {
@@ -163,30 +175,9 @@ func heartbeatResponse(version, code int16) *kmsg.HeartbeatResponse {
 // heartbeat is classicGroupHeartbeatToClassicGroup.
 func (c *Coordinator) heartbeat(id RequestID, r *kmsg.HeartbeatRequest) {
 	answer := func(code int16) { c.reply(id, heartbeatResponse(r.Version, code)) }
-	if r.Group == "" {
-		answer(kerr.InvalidGroupID.Code)
-		return
-	}
-	g := c.groups[r.Group]
-	if g == nil {
-		answer(kerr.UnknownMemberID.Code)
-		return
-	}
-	c.touch(g)
-	if g.state == Dead {
-		answer(kerr.CoordinatorNotAvailable.Code)
-		return
-	}
-	instance := ""
-	if r.Version >= 3 && r.InstanceID != nil {
-		instance = *r.InstanceID
-	}
-	if code := g.validateMember(r.MemberID, instance); code != 0 {
+	g, code := c.memberInGeneration(r.Group, r.MemberID, instanceID(r.Version, 3, r.InstanceID), r.Generation)
+	if code != 0 {
 		answer(code)
-		return
-	}
-	if r.Generation != g.generation {
-		answer(kerr.IllegalGeneration.Code)
 		return
 	}
 	m := g.members[r.MemberID]

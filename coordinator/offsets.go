@@ -39,10 +39,7 @@ func (g *group) validateOffsetCommit(memberID, instance string, generation int32
 // generation -1 and no member, which the upstream accepts for a group it
 // sees as empty.
 func (c *Coordinator) offsetCommit(id RequestID, r *kmsg.OffsetCommitRequest) {
-	instance := ""
-	if r.Version >= 7 && r.InstanceID != nil {
-		instance = *r.InstanceID
-	}
+	instance := instanceID(r.Version, 7, r.InstanceID)
 	generation := r.Generation
 	if r.Version == 0 {
 		generation = -1
@@ -79,10 +76,7 @@ func (c *Coordinator) fenceCommit(group, member, instance string, generation int
 // txnOffsetCommit fences a transactional commit the same way, without the
 // state rules Kafka skips for transactions.
 func (c *Coordinator) txnOffsetCommit(id RequestID, r *kmsg.TxnOffsetCommitRequest) {
-	instance := ""
-	if r.Version >= 3 && r.InstanceID != nil {
-		instance = *r.InstanceID
-	}
+	instance := instanceID(r.Version, 3, r.InstanceID)
 	generation := int32(-1)
 	member := ""
 	if r.Version >= 3 {
