@@ -35,6 +35,9 @@ type Upstream interface {
 	// group whose lookup failed is missing from the map, and the error
 	// says why.
 	CoordinatorsOf(ctx context.Context, groups []string) (map[string]int32, error)
+	// Forget drops what is remembered of group's coordinator: a request
+	// forwarded on a client's connection found it elsewhere.
+	Forget(group string)
 }
 
 // Options configure a Gateway.
@@ -339,7 +342,15 @@ func upstreamHasMembers(grp kmsg.ListGroupsResponseGroup) bool {
 
 // offsetFetch forwards, and turns an upstream GROUP_ID_NOT_FOUND for a
 // managed group into "no offsets" (-1): the upstream has simply never seen a
-// commit for a group whose members it never sees.
+// commit for a group whose members it never sees. Each group of a batch
+// (v8+) is treated by its own rule; unmanaged groups' answers pass as they
+// came.
+//
+// A managed group whose upstream coordinator has moved answers
+// NOT_COORDINATOR. The client then looks the coordinator up again, which
+// the gateway answers (findCoordinator) from what it remembers: that is
+// forgotten here, or the client would be sent back to the old broker until
+// the memory expired.
 func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) proxy.Decision {
 	var groups []string
 	if req.Version >= 8 {
@@ -357,6 +368,12 @@ func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) pro
 		u := up.(*kmsg.OffsetFetchResponse)
 		notFound := kerr.GroupIDNotFound.Code
 		if req.Version < 8 {
+			if coordinatorMoved(u.ErrorCode) || slices.ContainsFunc(u.Topics, func(t kmsg.OffsetFetchResponseTopic) bool {
+				// v0 and v1 report errors per partition only.
+				return slices.ContainsFunc(t.Partitions, func(p kmsg.OffsetFetchResponseTopicPartition) bool { return coordinatorMoved(p.ErrorCode) })
+			}) {
+				g.opt.Upstream.Forget(req.Group)
+			}
 			if u.ErrorCode == notFound {
 				u.ErrorCode = 0
 				u.Topics = unknownOffsets(req.Topics)
@@ -365,6 +382,9 @@ func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) pro
 		}
 		for i := range u.Groups {
 			rg := &u.Groups[i]
+			if coordinatorMoved(rg.ErrorCode) && g.opt.Manages(rg.Group) {
+				g.opt.Upstream.Forget(rg.Group)
+			}
 			if rg.ErrorCode == notFound && g.opt.Manages(rg.Group) {
 				rg.ErrorCode = 0
 				for _, q := range req.Groups {
@@ -376,6 +396,12 @@ func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) pro
 		}
 		return u
 	}}
+}
+
+// coordinatorMoved reports whether code says a group's coordinator is not
+// the broker asked.
+func coordinatorMoved(code int16) bool {
+	return code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
 }
 
 func unknownOffsets(topics []kmsg.OffsetFetchRequestTopic) []kmsg.OffsetFetchResponseTopic {

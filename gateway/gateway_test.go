@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,10 +57,29 @@ func (f *fakeCoordinator) Handle(_ context.Context, c coordinator.Client, req km
 	return req.ResponseKind(), nil
 }
 
-// fakeUpstream puts m1 on node 1 and the other groups on node 2.
-type fakeUpstream struct{}
+// fakeUpstream puts m1 on node 1 and the other groups on node 2, and
+// records the groups the gateway tells it to forget.
+type fakeUpstream struct {
+	mu        sync.Mutex
+	forgotten []string
+}
 
-func (fakeUpstream) CoordinatorsOf(_ context.Context, groups []string) (map[string]int32, error) {
+func (f *fakeUpstream) Forget(group string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgotten = append(f.forgotten, group)
+}
+
+// takeForgotten returns the groups forgotten since the last call.
+func (f *fakeUpstream) takeForgotten() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.forgotten
+	f.forgotten = nil
+	return out
+}
+
+func (*fakeUpstream) CoordinatorsOf(_ context.Context, groups []string) (map[string]int32, error) {
 	nodes := make(map[string]int32, len(groups))
 	for _, g := range groups {
 		nodes[g] = 2
@@ -75,7 +95,7 @@ func newGateway(logs *bytes.Buffer) (*Gateway, *fakeCoordinator) {
 	g := New(Options{
 		Manages:     func(id string) bool { return strings.HasPrefix(id, "m") },
 		Coordinator: fc,
-		Upstream:    fakeUpstream{},
+		Upstream:    &fakeUpstream{},
 		Logger:      slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	return g, fc
@@ -242,6 +262,45 @@ func TestIntercept_OffsetFetchOfAManagedGroupUnknownUpstreamIsNoOffsets(t *testi
 	}
 }
 
+// A managed group's OffsetFetch answered NOT_COORDINATOR (or
+// COORDINATOR_NOT_AVAILABLE) by the broker the client asked makes the
+// gateway forget where the group's coordinator is, so that the client's
+// next FindCoordinator is looked up afresh; other answers and unmanaged
+// groups leave the memory alone.
+func TestIntercept_OffsetFetchFindingTheCoordinatorMovedForgetsIt(t *testing.T) {
+	g, _ := newGateway(&bytes.Buffer{})
+	up := g.opt.Upstream.(*fakeUpstream)
+	moved, unavailable := kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code
+	tests := []struct {
+		name string
+		req  *kmsg.OffsetFetchRequest
+		resp *kmsg.OffsetFetchResponse
+		want []string
+	}{
+		{"v7 moved", &kmsg.OffsetFetchRequest{Version: 7, Group: "m1"}, &kmsg.OffsetFetchResponse{Version: 7, ErrorCode: moved}, []string{"m1"}},
+		{"v7 unavailable", &kmsg.OffsetFetchRequest{Version: 7, Group: "m1"}, &kmsg.OffsetFetchResponse{Version: 7, ErrorCode: unavailable}, []string{"m1"}},
+		{"v1 per partition", &kmsg.OffsetFetchRequest{Version: 1, Group: "m2"}, &kmsg.OffsetFetchResponse{Version: 1, Topics: []kmsg.OffsetFetchResponseTopic{
+			{Topic: "t", Partitions: []kmsg.OffsetFetchResponseTopicPartition{{Partition: 0}, {Partition: 1, ErrorCode: moved}}}}}, []string{"m2"}},
+		{"v7 answered", &kmsg.OffsetFetchRequest{Version: 7, Group: "m1"}, &kmsg.OffsetFetchResponse{Version: 7}, nil},
+		{"v8 batch", &kmsg.OffsetFetchRequest{Version: 8, Groups: []kmsg.OffsetFetchRequestGroup{{Group: "m1"}, {Group: "u1"}, {Group: "m2"}, {Group: "m3"}}},
+			&kmsg.OffsetFetchResponse{Version: 8, Groups: []kmsg.OffsetFetchResponseGroup{
+				{Group: "m1", ErrorCode: moved}, {Group: "u1", ErrorCode: moved}, {Group: "m2"}, {Group: "m3", ErrorCode: unavailable}}},
+			[]string{"m1", "m3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := g.Intercept(context.Background(), request(1, tt.req))
+			if err != nil || d.OnResponse == nil {
+				t.Fatalf("decision %+v, %v: the managed group's answer is not looked at", d, err)
+			}
+			d.OnResponse(tt.resp)
+			if got := up.takeForgotten(); !slices.Equal(got, tt.want) {
+				t.Errorf("forgot %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestIntercept_DeleteGroupsChecksManagedGroupsFirst(t *testing.T) {
 	g, _ := newGateway(&bytes.Buffer{})
 	d, err := g.Intercept(context.Background(), request(1, &kmsg.DeleteGroupsRequest{Groups: []string{"m1", "u1"}}))
@@ -319,6 +378,8 @@ func TestFetchRacks_ForgetsIdleClientsOnlyWhenLarge(t *testing.T) {
 // coordinator of a group whose id contains "lost".
 type lossyUpstream struct{}
 
+func (lossyUpstream) Forget(string) {}
+
 func (lossyUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[string]int32, error) {
 	var found []string
 	var lost error
@@ -329,7 +390,7 @@ func (lossyUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[s
 		}
 		found = append(found, g)
 	}
-	nodes, _ := fakeUpstream{}.CoordinatorsOf(ctx, found)
+	nodes, _ := (&fakeUpstream{}).CoordinatorsOf(ctx, found)
 	return nodes, lost
 }
 

@@ -65,7 +65,7 @@ func (u *KgoUpstream) Forward(ctx context.Context, req kmsg.Request) (kmsg.Respo
 			return nil, fmt.Errorf("%s to coordinator %d of %s: %w", kmsg.NameForKey(req.Key()), node, group, err)
 		}
 		if attempt == 0 && movedCoordinator(resp) {
-			u.forget(group)
+			u.Forget(group)
 			continue
 		}
 		return resp, nil
@@ -94,9 +94,7 @@ func singleGroup(req kmsg.Request) (string, bool) {
 // movedCoordinator reports whether resp says the group's coordinator is
 // elsewhere now, so the cached one must be looked up again.
 func movedCoordinator(resp kmsg.Response) bool {
-	moved := func(code int16) bool {
-		return code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
-	}
+	moved := coordinatorMoved
 	switch r := resp.(type) {
 	case *kmsg.OffsetCommitResponse:
 		for _, t := range r.Topics {
@@ -120,7 +118,9 @@ func movedCoordinator(resp kmsg.Response) bool {
 	return false
 }
 
-func (u *KgoUpstream) forget(group string) {
+// Forget drops the remembered coordinator of group, so that the next
+// lookup asks the upstream.
+func (u *KgoUpstream) Forget(group string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	delete(u.known, group)

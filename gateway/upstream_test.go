@@ -146,6 +146,17 @@ func TestKgoUpstream_CoordinatorsOfBatchesAndRemembers(t *testing.T) {
 	if n := lookups.Load() - before; n != 1 {
 		t.Errorf("%d lookups for one remembered and one new group, want 1", n)
 	}
+
+	// A forgotten group is asked for again; the others stay remembered.
+	up.Forget(groups[3])
+	before = lookups.Load()
+	keysBefore := keys.Load()
+	if _, err := up.CoordinatorsOf(ctx, []string{groups[3], groups[4]}); err != nil {
+		t.Fatal(err)
+	}
+	if n, k := lookups.Load()-before, keys.Load()-keysBefore; n != 1 || k != 1 {
+		t.Errorf("after forgetting one group: %d lookups of %d keys, want 1 of 1", n, k)
+	}
 }
 
 // TestKgoUpstream_ConcurrentLookupsOfOneGroupShareOneRequest starts many
