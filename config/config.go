@@ -82,6 +82,11 @@ type Server struct {
 	// close the connection. Kafka's socket.request.max.bytes defaults to
 	// 100 MiB.
 	MaxFrameBytes int32
+	// ShutdownTimeout bounds how long SIGTERM or SIGINT lets in-flight
+	// requests finish (a long-polling Fetch holds its connection up to its
+	// maximum wait); connections still busy then are closed, and the
+	// daemon still exits 0.
+	ShutdownTimeout time.Duration
 }
 
 // BrokerPort returns the listener port for node.
@@ -324,6 +329,7 @@ type file struct {
 		GroupRetention *string        `toml:"empty_group_retention"`
 		AdminToken     string         `toml:"admin_token"`
 		MetricsCap     *int           `toml:"metrics_group_cap"`
+		Shutdown       *string        `toml:"shutdown_timeout"`
 	} `toml:"server"`
 	Upstream struct {
 		Brokers         []string `toml:"brokers"`
@@ -447,6 +453,12 @@ func (c *Config) server(f *file, dir string) error {
 	}
 	if s.EmptyGroupRetention <= 0 {
 		return c.errorf("server.empty_group_retention", "must be positive")
+	}
+	if s.ShutdownTimeout, err = c.duration("server.shutdown_timeout", f.Server.Shutdown, 10*time.Second); err != nil {
+		return err
+	}
+	if s.ShutdownTimeout <= 0 {
+		return c.errorf("server.shutdown_timeout", "must be positive")
 	}
 	s.MaxFrameBytes = 100 << 20
 	if f.Server.MaxFrameBytes != nil {

@@ -133,6 +133,8 @@ func TestParse_BadInputNamesFileAndKey(t *testing.T) {
 		{"repeated priority", "[[groups]]\nmatch = \"*\"\npriority = [\"range\", \"range\"]", "groups[0].priority", "repeated"},
 		{"session bounds reversed", "[[groups]]\nmatch = \"*\"\nmin_session_timeout = \"1m\"\nmax_session_timeout = \"10s\"", "groups[0].min_session_timeout", "at most"},
 		{"metrics cap zero", "[server]\nmetrics_group_cap = 0", "server.metrics_group_cap", "at least 1"},
+		{"zero shutdown timeout", "[server]\nshutdown_timeout = \"0s\"", "server.shutdown_timeout", "positive"},
+		{"bad shutdown timeout", "[server]\nshutdown_timeout = \"soon\"", "server.shutdown_timeout", "soon"},
 		{"negative delay", "[[groups]]\nmatch = \"*\"\ninitial_rebalance_delay = \"-1s\"", "groups[0].initial_rebalance_delay", "negative"},
 		{"rack rule with both", "[[racks]]\ncidr = \"10.0.0.0/8\"\nclient_id = \"x\"\nrack = \"a\"", "racks[0]", "not both"},
 		{"rack rule with bad cidr", "[[racks]]\ncidr = \"10.0.0.0/99\"\nrack = \"a\"", "racks[0].cidr", "10.0.0.0/99"},

@@ -62,7 +62,7 @@ func serve(ctx context.Context, e *env, args []string) error {
 	d.announce(e.stdout)
 	<-ctx.Done()
 	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
 	defer cancel()
 	return d.close(sctx)
 }
@@ -291,7 +291,9 @@ func (d *daemon) announce(w io.Writer) {
 }
 
 // close stops the parts: the coordinator, then the proxy (in-flight requests
-// finish, bounded by ctx), the plugins and the embedded cluster.
+// finish, bounded by ctx), the plugins and the embedded cluster. Reaching
+// ctx's bound is the shutdown working as configured, not a failure: the
+// proxy closes the connections still busy, and the rest stops after it.
 func (d *daemon) close(ctx context.Context) error {
 	var errs []error
 	if d.cancel != nil {
@@ -308,7 +310,15 @@ func (d *daemon) close(ctx context.Context) error {
 		d.driver.Close()
 	}
 	if d.proxy != nil {
-		errs = append(errs, d.proxy.Close(ctx))
+		if err := d.proxy.Close(ctx); ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			d.log.Warn("shutdown: closed connections whose requests were still in flight", "shutdown_timeout", d.cfg.Server.ShutdownTimeout)
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+		// The plugins and the cluster get a moment of their own.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
 	}
 	if d.client != nil {
 		d.client.Close()

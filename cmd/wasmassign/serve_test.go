@@ -262,6 +262,53 @@ func TestServe_GatewayAssignsWithTheConfiguredPlugin(t *testing.T) {
 	}
 }
 
+// A request still in flight when the daemon is told to stop (a Fetch
+// long-polling for records that never come) may hold the shutdown for
+// server.shutdown_timeout and no longer; the daemon then closes its
+// connection and still exits 0, as the issue asks of SIGTERM.
+func TestServe_ShutdownBoundedByTheTimeoutExitsZero(t *testing.T) {
+	cfg := testutil.GatewayConfig{
+		EmbeddedBrokers: 1,
+		EmbeddedTopics:  []string{"quiet:1"},
+		Server:          `shutdown_timeout = "1s"`,
+	}.String()
+	d := startServe(t, cfg)
+	nc, err := net.Dial("tcp", d.bootstrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// A Fetch from the end of an empty partition, waiting 30 s for a byte
+	// (v12 names its topic; the one broker leads the partition).
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version, fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = 12, 30000, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "quiet"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.LogStartOffset = 0, 0, 1<<20, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	if _, err := nc.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("parked")).AppendRequest(nil, fetch, 1)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // forwarded and parked at the broker
+	start := time.Now()
+	code := d.stop()
+	took := time.Since(start)
+	if code != 0 {
+		t.Errorf("serve exited %d, want 0", code)
+	}
+	if took > 6*time.Second {
+		t.Errorf("shutdown took %v with shutdown_timeout 1s", took)
+	}
+	// The Fetch was in flight, not answered: its connection closes
+	// without a byte.
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := nc.Read(make([]byte, 64)); n != 0 || err == nil {
+		t.Errorf("the parked Fetch's connection read %d bytes, %v; want it closed unanswered", n, err)
+	}
+}
+
 func TestServe_BadConfigStopsStartUpNamingTheKey(t *testing.T) {
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "bad.toml")
