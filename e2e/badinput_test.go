@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -117,8 +118,19 @@ func TestBadInput_RandomBytesUnderEveryKeyAndVersionLeaveTheDaemonServing(t *tes
 						t.Errorf("dial %s while under attack: %v", target, err)
 						return
 					}
+					// Half the connections are established first (a
+					// valid ApiVersions answered), so that the bad
+					// request arrives mid-conversation, not as the first.
+					if rng.IntN(2) == 0 {
+						nc.SetDeadline(time.Now().Add(10 * time.Second))
+						if !apiVersionsExchange(nc) {
+							t.Errorf("%s: a valid ApiVersions was not answered while under attack", target)
+							nc.Close()
+							return
+						}
+					}
 					nc.SetDeadline(time.Now().Add(200 * time.Millisecond))
-					nc.Write(hostile.Frame(rng, key, v, "hostile"))
+					nc.Write(hostile.Frame(rng, key, v, "hostile", "hostile-target"))
 					var sink [512]byte
 					for {
 						if _, err := nc.Read(sink[:]); err != nil {
@@ -164,7 +176,7 @@ func TestBadInput_RandomBytesUnderEveryKeyAndVersionLeaveTheDaemonServing(t *tes
 		b, at := frame.AppendSize(nil)
 		id := "refused"
 		b = frame.AppendRequestHeader(b, frame.RequestHeader{Key: key, Version: v, CorrelationID: 7, ClientID: &id, Flexible: hostile.Flexible(key, v)})
-		b = append(b, hostile.Body(rng, key, v)...)
+		b = append(b, hostile.Body(rng, key, v, "hostile-target")...)
 		frame.FinishSize(b, at)
 		nc, err := net.DialTimeout("tcp", targets[int(key+1)%len(targets)], 5*time.Second)
 		if err != nil {
@@ -225,4 +237,17 @@ func loggedRefusal(log, cause string) bool {
 		}
 	}
 	return false
+}
+
+// apiVersionsExchange sends a valid ApiVersions on nc and reads its whole
+// answer; false if it was not answered.
+func apiVersionsExchange(nc net.Conn) bool {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "hostile", "1"
+	if _, err := nc.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("hostile")).AppendRequest(nil, req, 0)); err != nil {
+		return false
+	}
+	_, err := frame.Read(bufio.NewReaderSize(nc, 16), nil, 1<<20)
+	return err == nil
 }

@@ -97,7 +97,7 @@ func testRandomBytes(t *testing.T, tweak func(*Options)) {
 					flexible := key >= 0 && key <= maxKey && e.proxy.flexFrom[key] >= 0 && v >= e.proxy.flexFrom[key]
 					b, at := frame.AppendSize(nil)
 					b = frame.AppendRequestHeader(b, frame.RequestHeader{Key: key, Version: v, CorrelationID: 1, ClientID: &cid, Flexible: flexible})
-					b = append(b, hostile.Body(rng, key, v)...)
+					b = append(b, hostile.Body(rng, key, v, "")...)
 					frame.FinishSize(b, at)
 					if rng.IntN(8) == 0 {
 						b = b[:rng.IntN(len(b))] // and hang up mid-request

@@ -243,11 +243,25 @@ func testRefused(t *testing.T, tweak func(*Options)) {
 	}
 
 	t.Run("abrupt disconnect mid-request", func(t *testing.T) {
+		before := len(e.logs.String())
 		r := dialRaw(t, e.proxy.Addr())
 		r.write(int32Frame(100, []byte{0, 3, 0, 1, 0, 0}))
 		r.nc.Close()
 		bystander.t = t
 		bystander.roundTrip(md)
+		// A client gone between requests closes quietly; one gone
+		// mid-request is logged, naming the cut.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			logs := e.logs.String()[before:]
+			if strings.Contains(logs, "closing client connection") && strings.Contains(logs, "unexpected EOF") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no log line for the request cut short; log:\n%s", logs)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	})
 }
 
