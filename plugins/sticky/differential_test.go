@@ -900,7 +900,7 @@ func historyModes(k kind) []string {
 	if k == coop {
 		return []string{"owned", "owned", "owned", "owned-userdata-generation", "owned-no-generation", "previous", "nothing"}
 	}
-	return []string{"v1", "v1", "v1", "v0", "corrupt", "truncated", "previous", "nothing", "owned-only"}
+	return []string{"v1", "v1", "v1", "v0", "corrupt", "truncated", "hostile", "previous", "nothing", "owned-only"}
 }
 
 // setHistory makes m report claims, held in generation gen, as mode says.
@@ -925,6 +925,8 @@ func setHistory(rnd *rand.Rand, req *abi.Request, m *abi.Member, claims []abi.To
 		// An eager sticky member on subscription v1+ reports owned
 		// partitions too; the assignor reads only its user data.
 		m.Owned, m.OwnedGeneration = claims, gen
+	case "hostile":
+		m.UserData = hostileUserData(req, claims, gen, rnd)
 	case "v1", "v0", "corrupt", "truncated":
 		ud := stickyUserDataOf(req, claims, gen, mode != "v0", rnd)
 		switch mode {
@@ -942,6 +944,49 @@ func setHistory(rnd *rand.Rand, req *abi.Request, m *abi.Member, claims []abi.To
 	if mode != "previous" && rnd.IntN(4) == 0 {
 		m.Previous = claims
 	}
+}
+
+// hostileUserData encodes claims as well-formed StickyAssignor v1 user
+// data that no Kafka client writes but any client could send: a partition
+// listed twice, a negative partition, one past the topic's count, and a
+// topic's entry repeated. Both ports must read it alike and still answer a
+// valid assignment.
+func hostileUserData(req *abi.Request, claims []abi.TopicPartitions, gen int32, rnd *rand.Rand) []byte {
+	type entry struct {
+		name string
+		ps   []int32
+	}
+	var entries []entry
+	for _, c := range claims {
+		t := req.Topics[c.Topic]
+		ps := slices.Clone(c.Partitions)
+		switch rnd.IntN(4) {
+		case 0:
+			if len(ps) > 0 {
+				ps = append(ps, ps[rnd.IntN(len(ps))])
+			}
+		case 1:
+			ps = append(ps, -1-rnd.Int32N(3))
+		case 2:
+			ps = append(ps, t.PartitionCount+rnd.Int32N(3))
+		}
+		rnd.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+		entries = append(entries, entry{t.Name, ps})
+	}
+	if len(entries) > 0 && rnd.IntN(3) == 0 {
+		e := entries[rnd.IntN(len(entries))]
+		entries = append(entries, entry{e.name, e.ps[:rnd.IntN(len(e.ps)+1)]})
+	}
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(entries)))
+	for _, e := range entries {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(e.name)))
+		b = append(b, e.name...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(e.ps)))
+		for _, p := range e.ps {
+			b = binary.BigEndian.AppendUint32(b, uint32(p))
+		}
+	}
+	return binary.BigEndian.AppendUint32(b, uint32(gen))
 }
 
 // stickyUserDataOf encodes claims as StickyAssignor user data by topic
