@@ -711,20 +711,30 @@ func (r *procRunner) call(ctx context.Context, req *abi.Request) (*abi.Response,
 	if ctx.Err() != nil {
 		return nil, 0, r.deadlineError(ctx)
 	}
-	w, err := r.acquire(ctx)
-	if err != nil {
-		return nil, 0, err
+	for attempt := 0; ; attempt++ {
+		w, err := r.acquire(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		resp, mem, after, err := r.assign(ctx, w, req)
+		switch after {
+		case workerFree:
+			r.release(w)
+		case workerIdling:
+			r.idleThenRelease(w)
+		case workerGoneBefore:
+			// acquire checks for a worker that died in the pool, but one
+			// can die between that check and the request: the call never
+			// reached it, so it goes to another worker, once.
+			if attempt == 0 {
+				continue
+			}
+			r.refill()
+		default:
+			r.refill()
+		}
+		return resp, mem, err
 	}
-	resp, mem, after, err := r.assign(ctx, w, req)
-	switch after {
-	case workerFree:
-		r.release(w)
-	case workerIdling:
-		r.idleThenRelease(w)
-	default:
-		r.refill()
-	}
-	return resp, mem, err
 }
 
 // workerAfter is the state a call leaves its worker in.
@@ -734,6 +744,9 @@ const (
 	workerGone   workerAfter = iota // killed or dead, and released
 	workerFree                      // ready for the next call
 	workerIdling                    // running the guest's idle call; IDLE_DONE follows
+	// workerGoneBefore: the worker had died before the call reached it
+	// (writing the request found its pipe closed); released.
+	workerGoneBefore
 )
 
 // idleThenRelease returns w to the pool once its idle call has ended. The
@@ -867,7 +880,11 @@ func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request
 	defer stop()
 	a := wire.Assign{Seed: req.Seed, RequestLen: uint64(len(enc)), ResponseOffset: uint64(respOff), RegionSize: uint64(w.region.Size())}
 	if err := w.send(wire.TypeAssign, a.Encode()); err != nil {
-		return nil, 0, workerGone, r.fail(ctx, w, err)
+		after := workerGone
+		if isPipeError(err) && !r.ph.isClosed() {
+			after = workerGoneBefore
+		}
+		return nil, 0, after, r.fail(ctx, w, err)
 	}
 	var res wire.Result
 	for {
