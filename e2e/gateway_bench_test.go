@@ -439,15 +439,10 @@ func benchRebalance(b *testing.B, e *benchEnv) {
 	// (an early member formed a generation alone and learns of the others
 	// only from its next heartbeat); the median falls in whichever mode
 	// most iterations took, so the share of slow ones is reported too.
+	fast, slow := splitModes(join50, heartbeat)
 	for side, name := range sides {
-		slow := 0
-		for _, d := range join50[side] {
-			if d > heartbeat {
-				slow++
-			}
-		}
 		if len(join50[side]) > 0 {
-			b.ReportMetric(float64(slow)/float64(len(join50[side])), name+"-join50-heartbeat-waited-frac")
+			b.ReportMetric(float64(len(slow[side]))/float64(len(join50[side])), name+"-join50-heartbeat-waited-frac")
 		}
 	}
 	// The same figures within each mode, and the ratio of means with the
@@ -456,7 +451,6 @@ func benchRebalance(b *testing.B, e *benchEnv) {
 	// mode. Both sides wait a heartbeat about as often (the shares above
 	// say whether they did). The passthrough side gets the same figures:
 	// kfake's coordinator behind the proxy's hop.
-	fast, slow := splitModes(join50, heartbeat)
 	for side, suffix := range map[int]string{2: "", 1: "-passthrough"} {
 		if r, ok := medianRatio(fast[0], fast[side]); ok {
 			b.ReportMetric(r, "join50-fast"+suffix+"-ratio")

@@ -94,12 +94,11 @@ func singleGroup(req kmsg.Request) (string, bool) {
 // movedCoordinator reports whether resp says the group's coordinator is
 // elsewhere now, so the cached one must be looked up again.
 func movedCoordinator(resp kmsg.Response) bool {
-	moved := coordinatorMoved
 	switch r := resp.(type) {
 	case *kmsg.OffsetCommitResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				if moved(p.ErrorCode) {
+				if coordinatorMoved(p.ErrorCode) {
 					return true
 				}
 			}
@@ -107,13 +106,13 @@ func movedCoordinator(resp kmsg.Response) bool {
 	case *kmsg.TxnOffsetCommitResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				if moved(p.ErrorCode) {
+				if coordinatorMoved(p.ErrorCode) {
 					return true
 				}
 			}
 		}
 	case *kmsg.OffsetDeleteResponse:
-		return moved(r.ErrorCode)
+		return coordinatorMoved(r.ErrorCode)
 	}
 	return false
 }

@@ -108,12 +108,8 @@ type conn struct {
 	upW        *bufio.Writer
 	early      []earlyFrame
 	earlyBytes int
-	// released is set once the buffers went back to the pool
-	// (releaseBuffers): a request an interceptor forwards after that
-	// finds no upstream writer and is dropped.
-	released bool
-	upSet    sync.Mutex // guards up
-	up       net.Conn
+	upSet      sync.Mutex // guards up
+	up         net.Conn
 	// upReady is closed once up and upW are set and the early frames are
 	// written: requests are read while the upstream is dialled (see run).
 	upReady chan struct{}
@@ -196,7 +192,8 @@ func (c *conn) logger() *slog.Logger {
 // connection is closed and its reading goroutines have ended. Only an
 // interceptor's goroutine can still be running: its answer is dropped by
 // the dead response queue (which waits for a write under way first), and
-// a request it forwards finds c.released.
+// a request it forwards finds no upstream writer on a closed connection
+// (send).
 func (c *conn) releaseBuffers() {
 	c.p.bufs.putReader(c.br)
 	c.br = nil
@@ -204,7 +201,6 @@ func (c *conn) releaseBuffers() {
 	c.upMu.Lock()
 	c.p.bufs.putWriter(c.upW)
 	c.upW = nil
-	c.released = true
 	c.upMu.Unlock()
 }
 
@@ -701,7 +697,9 @@ func (c *conn) send(s *slot, fr []byte, flush bool) error {
 		if c.upW != nil {
 			break // still locked
 		}
-		if c.released {
+		if c.ctx.Err() != nil {
+			// Closed, perhaps with its buffers already back in the pool
+			// (releaseBuffers): nothing more goes upstream.
 			c.upMu.Unlock()
 			return errShutdown
 		}
