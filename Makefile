@@ -50,9 +50,9 @@ testdata: tools
 	$(GOWASM) -o testdata/guests/go/sticky-go.wasm ./plugins/sticky/wasm
 	$(MAKE) -s -C testdata/hostile
 	$(MAKE) -s -C testdata/guests/c
-	$(MAKE) -s -f pluginreload/testdata/Makefile
+	$(MAKE) -s -f internal/pluginreload/testdata/Makefile
 
-## e2e-tools: kcat and node for the end-to-end tests; kafkajs 2.2.4 from e2e/js/package-lock.json.
+## e2e-tools: kcat and node for the end-to-end tests; kafkajs 2.2.4 from internal/e2e/js/package-lock.json.
 # Only what is missing is installed: an image may carry its own Node.js
 # (NodeSource's bundles npm, and Debian's npm package conflicts with it).
 e2e-tools:
@@ -63,16 +63,16 @@ e2e-tools:
 	if [ -n "$$pkgs" ]; then \
 	  echo "installing$$pkgs"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$pkgs >/dev/null; fi
-	@[ -e e2e/js/node_modules/kafkajs/package.json ] || (cd e2e/js && npm ci --no-audit --no-fund)
+	@[ -e internal/e2e/js/node_modules/kafkajs/package.json ] || (cd internal/e2e/js && npm ci --no-audit --no-fund)
 
-## python-clients: confluent-kafka and kafka-python in a virtualenv under .cache (e2e/python.mk).
--include e2e/python.mk
+## python-clients: confluent-kafka and kafka-python in a virtualenv under .cache (internal/e2e/python.mk).
+-include internal/e2e/python.mk
 python-clients::
 
 ## kafka-cache: Apache Kafka's broker and Java client jars from Maven Central,
 ## for the tests against a real broker (kept in .cache/kafka; fetched once).
 kafka-cache:
-	KAFKA_VERSION=$(KAFKA_VERSION) bash scripts/fetch-kafka.sh
+	KAFKA_VERSION=$(KAFKA_VERSION) bash internal/testutil/realkafka/fetch-kafka.sh
 
 vet:
 	$(GO) vet ./...
@@ -106,13 +106,13 @@ bench: build testdata
 # the patterns also match GatewayThroughputUpstream and
 # GatewayRebalanceUpstream, the same with the cluster outside the daemon.
 bench-gateway: build
-	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -run '^$$' -bench GatewayCooperativePause -benchtime 10x ./e2e/
-	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -run '^$$' -bench GatewayThroughput -benchtime 120x ./e2e/
-	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 30m -run '^$$' -bench GatewayRebalance -benchtime 25x ./e2e/
+	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -run '^$$' -bench GatewayCooperativePause -benchtime 10x ./internal/e2e/
+	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -run '^$$' -bench GatewayThroughput -benchtime 120x ./internal/e2e/
+	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 30m -run '^$$' -bench GatewayRebalance -benchtime 25x ./internal/e2e/
 
 ## bench-realkafka: the gateway benchmarks with a real Kafka 4.4 broker as upstream (issue 8), against the broker's own coordinator.
 bench-realkafka: build kafka-cache
-	REALKAFKA_REQUIRED=1 WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 30m -run '^$$' -bench RealKafka -benchtime 5x ./e2e/
+	REALKAFKA_REQUIRED=1 WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 30m -run '^$$' -bench RealKafka -benchtime 5x ./internal/e2e/
 
 ## run: the gateway on its embedded cluster (examples/gateway.toml); Ctrl-C stops it.
 run: build

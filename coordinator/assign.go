@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wasmassign/wasmassign/handover"
+	"github.com/wasmassign/wasmassign/coordinator/handover"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 

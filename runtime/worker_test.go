@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmassign/wasmassign/internal/scenario"
 	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/plugins/builtin"
 	"github.com/wasmassign/wasmassign/runtime/internal/wire"
-	"github.com/wasmassign/wasmassign/scenario"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 

@@ -4,7 +4,7 @@
 #   include sdk/sdk.mk
 #
 # sdk-kits builds the Go, C and AssemblyScript kit modules that
-# conformance/kit loads; sdk-test-artefacts builds what the SDKs' own Go tests
+# internal/conformance/kit loads; sdk-test-artefacts builds what the SDKs' own Go tests
 # load (the AssemblyScript codec test module). The Rust SDK's kit
 # (sdk/rust/kit/kit.wasm) is built by the Rust SDK's own rules.
 

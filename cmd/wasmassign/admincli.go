@@ -14,8 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/wasmassign/wasmassign/admin"
-	"github.com/wasmassign/wasmassign/scenario"
+	"github.com/wasmassign/wasmassign/internal/admin"
+	"github.com/wasmassign/wasmassign/internal/scenario"
 )
 
 // adminFlags are the flags of the commands that read a running daemon's

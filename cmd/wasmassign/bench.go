@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/wasmassign/wasmassign/bench"
+	"github.com/wasmassign/wasmassign/internal/bench"
+	"github.com/wasmassign/wasmassign/internal/scenario"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
-	"github.com/wasmassign/wasmassign/scenario"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 

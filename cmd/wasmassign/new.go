@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/wasmassign/wasmassign/cmd/wasmassign/scaffold"
+	"github.com/wasmassign/wasmassign/internal/scaffold"
 )
 
 // assignorName is what `new` accepts as an assignor name: lowercase letters,

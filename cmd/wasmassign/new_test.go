@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmassign/wasmassign/cmd/wasmassign/scaffold"
+	"github.com/wasmassign/wasmassign/internal/scaffold"
 )
 
 // scenarioDoc is the part of a scenario file that decides what a valid

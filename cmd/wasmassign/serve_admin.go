@@ -13,10 +13,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wasmassign/wasmassign/admin"
 	"github.com/wasmassign/wasmassign/coordinator"
-	"github.com/wasmassign/wasmassign/picture"
-	"github.com/wasmassign/wasmassign/pluginreload"
+	"github.com/wasmassign/wasmassign/internal/admin"
+	"github.com/wasmassign/wasmassign/internal/picture"
+	"github.com/wasmassign/wasmassign/internal/pluginreload"
 	"github.com/wasmassign/wasmassign/plugins/builtin"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"

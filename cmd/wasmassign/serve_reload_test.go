@@ -19,7 +19,7 @@ import (
 // rangeByRoundRobin is the C round-robin guest with its assignor named
 // "range": in the plugin directory it replaces the built-in range, and a
 // group's partitions show which of the two assigned them.
-const rangeByRoundRobin = "pluginreload/testdata/range-by-roundrobin.wasm"
+const rangeByRoundRobin = "internal/pluginreload/testdata/range-by-roundrobin.wasm"
 
 // stride returns the step between the partitions every member holds, when
 // it is the same for all: 1 for range, the member count for round robin;

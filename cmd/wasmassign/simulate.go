@@ -5,10 +5,10 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/wasmassign/wasmassign/handover"
-	"github.com/wasmassign/wasmassign/picture"
+	"github.com/wasmassign/wasmassign/coordinator/handover"
+	"github.com/wasmassign/wasmassign/internal/picture"
+	"github.com/wasmassign/wasmassign/internal/scenario"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
-	"github.com/wasmassign/wasmassign/scenario"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 

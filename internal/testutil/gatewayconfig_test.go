@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmassign/wasmassign/config"
+	"github.com/wasmassign/wasmassign/internal/config"
 	"github.com/wasmassign/wasmassign/internal/testutil"
 )
 

@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmassign/wasmassign/handover"
+	"github.com/wasmassign/wasmassign/coordinator/handover"
+	"github.com/wasmassign/wasmassign/internal/scenario"
 	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/plugins/internal/assignortest"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
-	"github.com/wasmassign/wasmassign/scenario"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmassign/wasmassign/scenario"
+	"github.com/wasmassign/wasmassign/internal/scenario"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 

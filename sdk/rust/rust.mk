@@ -2,7 +2,7 @@
 #
 #   include sdk/rust/rust.mk
 #
-# then make `test` depend on rust-wasm (conformance/kit and plugins/weighted
+# then make `test` depend on rust-wasm (internal/conformance/kit and plugins/weighted
 # load the .wasm files) and rust-test, and `clean` on rust-clean.
 # It installs Debian's rustc 1.63 with the wasm32 std when missing (the rustup
 # Rust that machines have on PATH has no wasm target), builds the Rust SDK's

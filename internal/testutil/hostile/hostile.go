@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/wasmassign/wasmassign/proxy/frame"
+	"github.com/wasmassign/wasmassign/internal/proxy/frame"
 )
 
 // Body returns a request body for key at version: a third of the time pure

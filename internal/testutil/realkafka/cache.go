@@ -20,7 +20,7 @@ const DefaultVersion = "4.4.0"
 // FetchScript is the repository-relative path of the script that resolves
 // Kafka's jars with Maven into the cache. The Makefile's kafka-cache target
 // and the harness both call it, so there is one way to fill the cache.
-const FetchScript = "scripts/fetch-kafka.sh"
+const FetchScript = "internal/testutil/realkafka/fetch-kafka.sh"
 
 // Environment variables the harness reads. They exist so CI and developers
 // can steer the harness without code changes.
@@ -40,7 +40,7 @@ const (
 // be fetched. Callers skip on it: the machine cannot run a real broker.
 var ErrNoCache = errors.New("realkafka: Kafka jars are not cached")
 
-// Cache is a filled Kafka cache directory: the layout scripts/fetch-kafka.sh
+// Cache is a filled Kafka cache directory: the layout internal/testutil/realkafka/fetch-kafka.sh
 // writes.
 type Cache struct {
 	// Dir is the cache directory, e.g. <repo>/.cache/kafka/4.4.0.

@@ -5,7 +5,7 @@
 // where the embedded kfake cluster would hide the real broker's rules.
 //
 // The jars live in the cache that the Makefile owns (`make kafka-cache`,
-// which runs scripts/fetch-kafka.sh); Start fetches them itself when they are
+// which runs internal/testutil/realkafka/fetch-kafka.sh); Start fetches them itself when they are
 // missing and skips the test with that advice when it cannot.
 //
 // This package is for tests only. It must never be imported by production

@@ -1,7 +1,7 @@
 // Package astest holds the tests of the AssemblyScript SDK's codec
 // (sdk/assemblyscript/assembly): test/golden.wasm, built from test/golden.ts
 // by `make as-test`, runs under wazero and is held by
-// conformance/kit/codeccheck to the golden vectors of testdata/abi and,
+// internal/conformance/kit/codeccheck to the golden vectors of testdata/abi and,
 // differentially, to the Go codec on mutated and random buffers. It has no
 // Go code of its own and must never be imported.
 package astest
@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/wasmassign/wasmassign/conformance/kit/codeccheck"
+	"github.com/wasmassign/wasmassign/internal/conformance/kit/codeccheck"
 )
 
 // goldenWasm is the test module, relative to this package.

@@ -1,6 +1,6 @@
 // Package codectest holds the tests of the C SDK's codec (wasmassign.h,
 // wasmassign.c): compiled natively with AddressSanitizer and UBSan, it is
-// held by conformance/kit/codeccheck to the golden vectors of testdata/abi
+// held by internal/conformance/kit/codeccheck to the golden vectors of testdata/abi
 // and, differentially, to the Go codec on mutated and random buffers. It has
 // no Go code of its own and must never be imported.
 package codectest
@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wasmassign/wasmassign/conformance/kit/codeccheck"
+	"github.com/wasmassign/wasmassign/internal/conformance/kit/codeccheck"
 )
 
 // buildChecker compiles test/codec_check.c with the SDK natively. gcc is

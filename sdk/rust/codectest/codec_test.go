@@ -1,6 +1,6 @@
 // Package codectest holds the Rust SDK's codec (sdk/rust/src/codec.rs) to
 // the Go codec, the reference, on the mutated, hostile and random buffers
-// of conformance/kit/codeccheck, grouped layout (sdk/ABI.md section 7)
+// of internal/conformance/kit/codeccheck, grouped layout (sdk/ABI.md section 7)
 // included: it builds examples/codec_check natively with Debian's cargo and
 // compares verdicts. The SDK's own tests
 // (tests/golden.rs) check the golden vectors' values. It has no Go code of
@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/wasmassign/wasmassign/conformance/kit/codeccheck"
+	"github.com/wasmassign/wasmassign/internal/conformance/kit/codeccheck"
 )
 
 // cargo is Debian's, which `make rust-tools` installs: the rustup toolchain

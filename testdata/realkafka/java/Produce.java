@@ -1,5 +1,5 @@
 // Produce: the smallest program on the Java client's classpath from the
-// Kafka cache (scripts/fetch-kafka.sh, clients/). It proves that the cached
+// Kafka cache (internal/testutil/realkafka/fetch-kafka.sh, clients/). It proves that the cached
 // kafka-clients jars run on the installed JDK against the harness's broker;
 // the gateway's interop tests build their Java clients the same way.
 //

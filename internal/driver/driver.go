@@ -1,0 +1,627 @@
+// Package driver runs a coordinator.Coordinator for real: one goroutine owns
+// the state machine and feeds it requests, the clock and assignment results;
+// plugin calls and upstream forwards run on goroutines of their own, so a
+// slow rebalance never delays a heartbeat or another group.
+//
+// Callers see a blocking API: Handle returns a request's response when the
+// coordinator produces it, which for JoinGroup and SyncGroup may be seconds
+// later. The driver reaches plugins through [Assigner] and the upstream
+// cluster through [Upstream]; it imports neither the runtime nor the proxy,
+// so it can be tested with fakes and wired by the daemon.
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/coordinator"
+	"github.com/wasmassign/wasmassign/internal/metrics"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
+)
+
+// ErrClosed is returned by calls on a closed driver.
+var ErrClosed = errors.New("group coordinator closed")
+
+// Assigner runs an assignor by name. The daemon implements it over the
+// runtime's registry, whose errors carry a Reason() label.
+type Assigner interface {
+	Assign(ctx context.Context, assignor string, req *abi.Request) (*abi.Response, error)
+}
+
+// Upstream sends a request the coordinator has checked (an offset commit
+// rewritten to generation -1, a group deletion) to the upstream cluster's
+// group coordinator and returns its answer.
+type Upstream interface {
+	Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// Config configures a Driver. Assigner and Upstream are required.
+type Config struct {
+	Coordinator coordinator.Config
+	Assigner    Assigner
+	Upstream    Upstream
+	// PluginTimeout bounds one assignor call, on top of the runtime's own
+	// limit; default 10s.
+	PluginTimeout time.Duration
+	// ForwardTimeout bounds one upstream forward; default 30s.
+	ForwardTimeout time.Duration
+	// IDSeed makes generated member ids unique across restarts.
+	IDSeed uint64
+	// Restore, when set, is loaded at start (state saved by Persist).
+	Restore []coordinator.GroupState
+	// Persist, when set, is called with every group's state each time a
+	// group becomes Stable, from the driver's goroutine: it must be quick
+	// (write a file, not call the network).
+	Persist func([]coordinator.GroupState)
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
+	// Now is the clock; nil means time.Now. Tests pass a fake.
+	Now func() time.Time
+	// StormRebalances and StormWindow define a rebalance storm: more than
+	// StormRebalances completed rebalances of one group within StormWindow
+	// (defaults 10 and 5 minutes). A storm is counted and logged once per
+	// window, with its likely cause.
+	StormRebalances int
+	StormWindow     time.Duration
+	// NeedMetadata, when set, is called (from the driver's goroutine; it
+	// must not block) with the subscribed topics the last metadata update
+	// did not cover, as soon as a JoinGroup subscribes to one. The daemon
+	// refreshes metadata at once, so that a new group's first assignment
+	// sees its topics rather than waiting for the next periodic refresh.
+	NeedMetadata func(topics []string)
+}
+
+// Driver runs one Coordinator.
+type Driver struct {
+	cfg    Config
+	log    *slog.Logger
+	now    func() time.Time
+	coord  *coordinator.Coordinator
+	calls  chan func()
+	closed chan struct{}
+	done   chan struct{}
+	bg     sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+	// rackRefresh is set while a RefreshRacks pass is queued, so that a
+	// burst of calls costs one pass.
+	rackRefresh atomic.Bool
+
+	// Owned by the loop goroutine.
+	upstreamDown bool
+	nextID       coordinator.RequestID
+	waiting      map[coordinator.RequestID]chan result
+	timer        *time.Timer
+	deadline     time.Time
+	started      map[string]time.Time // rebalance start per group
+	assignor     map[string]string    // assignor of each group's latest job
+	last         map[string]Rebalance // each group's latest completed rebalance
+	storms       map[string]*stormWatch
+}
+
+// stormWatch remembers a group's recent rebalances and what caused them.
+type stormWatch struct {
+	rebalances []time.Time
+	expiries   int // members removed for a session timeout, in the window
+	joins      int // members added, in the window
+	reported   time.Time
+}
+
+// Rebalance summarises a group's latest completed rebalance.
+type Rebalance struct {
+	At       time.Time
+	Duration time.Duration
+	// Assignor is the assignor whose answer the group received.
+	Assignor string
+	// Fallback is true when the group's own assignor failed first.
+	Fallback bool
+	Moved    int
+	Withheld int
+	// Cooperative is true for a KIP-429 rebalance.
+	Cooperative bool
+}
+
+type result struct {
+	resp kmsg.Response
+	err  error
+}
+
+// Start creates the coordinator, restores saved state and starts the loop.
+func Start(cfg Config) (*Driver, error) {
+	if cfg.Assigner == nil || cfg.Upstream == nil {
+		return nil, errors.New("driver: Assigner and Upstream are required")
+	}
+	if cfg.PluginTimeout <= 0 {
+		cfg.PluginTimeout = 10 * time.Second
+	}
+	if cfg.ForwardTimeout <= 0 {
+		cfg.ForwardTimeout = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.StormRebalances <= 0 {
+		cfg.StormRebalances = 10
+	}
+	if cfg.StormWindow <= 0 {
+		cfg.StormWindow = 5 * time.Minute
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	coord, err := coordinator.New(cfg.Coordinator, cfg.IDSeed)
+	if err != nil {
+		return nil, fmt.Errorf("group coordinator: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Driver{
+		cfg: cfg, log: log, now: cfg.Now, coord: coord,
+		calls:  make(chan func()),
+		closed: make(chan struct{}),
+		done:   make(chan struct{}),
+		ctx:    ctx, cancel: cancel,
+		waiting:  make(map[coordinator.RequestID]chan result),
+		timer:    time.NewTimer(time.Hour),
+		started:  make(map[string]time.Time),
+		assignor: make(map[string]string),
+		last:     make(map[string]Rebalance),
+		storms:   make(map[string]*stormWatch),
+	}
+	d.timer.Stop()
+	if len(cfg.Restore) > 0 {
+		out, err := coord.Restore(d.now(), cfg.Restore)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("group coordinator: restoring saved state: %w", err)
+		}
+		d.apply(out)
+	}
+	go d.loop()
+	return d, nil
+}
+
+// loop owns the coordinator: every call into it runs here, in order.
+func (d *Driver) loop() {
+	defer close(d.done)
+	for {
+		select {
+		case fn := <-d.calls:
+			fn()
+		case <-d.timer.C:
+			d.deadline = time.Time{}
+			d.apply(d.coord.Tick(d.now()))
+		case <-d.closed:
+			d.timer.Stop()
+			for id, ch := range d.waiting {
+				ch <- result{err: ErrClosed}
+				delete(d.waiting, id)
+			}
+			return
+		}
+	}
+}
+
+// do runs fn on the loop and waits for it.
+func (d *Driver) do(fn func()) error {
+	finished := make(chan struct{})
+	select {
+	case d.calls <- func() { fn(); close(finished) }:
+	case <-d.closed:
+		return ErrClosed
+	}
+	<-finished
+	return nil
+}
+
+// Handle passes one request of a managed group to the coordinator and waits
+// for its response. When ctx ends first (the client disconnected), Handle
+// returns ctx's error and the response, when it comes, is dropped, as a
+// broker drops it.
+func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg.Request) (kmsg.Response, error) {
+	ch := make(chan result, 1)
+	var id coordinator.RequestID
+	err := d.do(func() {
+		d.nextID++
+		id = d.nextID
+		d.waiting[id] = ch
+		d.apply(d.coord.Handle(d.now(), id, client, req))
+	})
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r.resp, r.err
+	case <-ctx.Done():
+		d.do(func() { delete(d.waiting, id) })
+		return nil, ctx.Err()
+	}
+}
+
+// SetMetadata replaces the cluster metadata the coordinator assigns from.
+// Topics it does not hold are taken to be asked about and absent.
+func (d *Driver) SetMetadata(md *coordinator.Metadata, asked []string) error {
+	return d.do(func() {
+		if md != nil {
+			// The coordinator also needs to know which topics were looked
+			// up and found absent: an assignment waits only for the others.
+			cp := *md
+			cp.Covered = append(slices.Clone(md.Covered), asked...)
+			md = &cp
+		}
+		d.apply(d.coord.SetMetadata(d.now(), md))
+		// The periodic metadata refresh doubles as the fallback for
+		// RefreshRacks: a rack the RackSource learnt without anyone calling
+		// it still reaches the groups within one refresh interval.
+		if d.cfg.Coordinator.Racks != nil {
+			d.apply(d.coord.RefreshRacks(d.now()))
+		}
+	})
+}
+
+// RebalanceGroups rebalances each group for which match, given the group
+// and the assignor of its latest assignment, is true, and returns those
+// groups, sorted. The daemon calls it when a plugin was reloaded. match runs
+// on the driver's loop: it must not block or call the driver.
+func (d *Driver) RebalanceGroups(match func(group, assignor string) bool, reason string) []string {
+	var groups []string
+	d.do(func() {
+		for _, g := range d.coord.Groups() {
+			if assignor, ok := d.latestAssignor(g); ok && match(g, assignor) {
+				groups = append(groups, g)
+				d.apply(d.coord.Rebalance(d.now(), g, reason))
+			}
+		}
+	})
+	return groups
+}
+
+// AssignorInUse reports whether some group's latest assignment came, or is
+// coming, from the named assignor: hot reload must not take it away.
+func (d *Driver) AssignorInUse(name string) bool {
+	used := false
+	d.do(func() {
+		for _, g := range d.coord.Groups() {
+			if a, ok := d.latestAssignor(g); ok && a == name {
+				used = true
+				return
+			}
+		}
+	})
+	return used
+}
+
+// latestAssignor is the assignor of a group's latest completed rebalance,
+// or of the one under way; false before its first.
+func (d *Driver) latestAssignor(group string) (string, bool) {
+	if r, done := d.last[group]; done {
+		return r.Assignor, true
+	}
+	a, ok := d.assignor[group]
+	return a, ok
+}
+
+// SetUpstreamReachable tells the coordinator whether the upstream cluster
+// answers. While it does not, member sessions do not expire
+// (coordinator.Coordinator.PauseSessions): clients cannot reach the gateway
+// through a proxy that has no broker to pair them with, and expiring them
+// would rebalance every group after an outage. When it answers again every
+// member gets a fresh session. Only changes are logged.
+func (d *Driver) SetUpstreamReachable(reachable bool) {
+	d.do(func() {
+		if d.upstreamDown == !reachable {
+			return
+		}
+		d.upstreamDown = !reachable
+		if reachable {
+			d.log.Info("upstream reachable again: member sessions restart")
+		} else {
+			d.log.Warn("upstream unreachable: member sessions paused until it answers")
+		}
+		d.apply(d.coord.PauseSessions(d.now(), !reachable))
+	})
+}
+
+// RefreshRacks has the coordinator resolve every member's rack again
+// (coordinator.Coordinator.RefreshRacks), and rebalance server-side groups
+// in which one changed. Call it when the RackSource learns a client's
+// rack from a Fetch request: clients that send their rack only there
+// (KIP-392) fetch only once they have partitions, so their groups' first
+// assignment is made without it (SetMetadata also refreshes, so without a
+// call the rack arrives with the next metadata refresh). It does not wait,
+// so it may be called from a request path; calls made while a pass is
+// queued are merged into it.
+func (d *Driver) RefreshRacks() {
+	if !d.rackRefresh.CompareAndSwap(false, true) {
+		return
+	}
+	// Not counted in bg: it may start after Close, and do returns at once
+	// on a closed driver (the only error, and nothing is left to refresh).
+	go func() {
+		_ = d.do(func() {
+			d.rackRefresh.Store(false)
+			d.apply(d.coord.RefreshRacks(d.now()))
+		})
+	}()
+}
+
+// SubscribedTopics returns the topics whose metadata the caller must keep
+// current.
+func (d *Driver) SubscribedTopics() []string {
+	var topics []string
+	d.do(func() { topics = d.coord.SubscribedTopics() })
+	return topics
+}
+
+// Groups returns the ids of the groups the coordinator holds.
+func (d *Driver) Groups() []string {
+	var ids []string
+	d.do(func() { ids = d.coord.Groups() })
+	return ids
+}
+
+// Export returns every group's state.
+func (d *Driver) Export() []coordinator.GroupState {
+	var states []coordinator.GroupState
+	d.do(func() { states = d.coord.Export() })
+	return states
+}
+
+// ExportGroup returns one group's state; false when there is no such group.
+func (d *Driver) ExportGroup(id string) (coordinator.GroupState, bool) {
+	var g coordinator.GroupState
+	var ok bool
+	d.do(func() { g, ok = d.coord.ExportGroup(id) })
+	return g, ok
+}
+
+// Overview is one group's summary with its latest completed rebalance.
+type Overview struct {
+	coordinator.Summary
+	// Last is the latest completed rebalance; valid when HasLast.
+	Last    Rebalance
+	HasLast bool
+}
+
+// Overviews lists every group without its members, each with its latest
+// completed rebalance, in one call to the loop so that the two agree.
+func (d *Driver) Overviews() []Overview {
+	var out []Overview
+	d.do(func() {
+		for _, s := range d.coord.Summaries() {
+			r, ok := d.last[s.Group]
+			out = append(out, Overview{Summary: s, Last: r, HasLast: ok})
+		}
+	})
+	return out
+}
+
+// LastRebalance returns a group's latest completed rebalance.
+func (d *Driver) LastRebalance(group string) (Rebalance, bool) {
+	var r Rebalance
+	var ok bool
+	d.do(func() { r, ok = d.last[group] })
+	return r, ok
+}
+
+// Close stops the loop, answers waiting requests with ErrClosed, and waits
+// for running plugin calls and forwards to notice.
+func (d *Driver) Close() {
+	select {
+	case <-d.closed:
+		return
+	default:
+	}
+	close(d.closed)
+	<-d.done
+	d.cancel()
+	d.bg.Wait()
+}
+
+// apply acts on one Output. It runs on the loop.
+func (d *Driver) apply(out coordinator.Output) {
+	for _, r := range out.Replies {
+		d.reply(r.ID, result{resp: r.Response})
+	}
+	for _, f := range out.Forwards {
+		d.forward(f)
+	}
+	for _, j := range out.Jobs {
+		d.run(j)
+	}
+	for _, e := range out.Events {
+		d.observe(e)
+	}
+	if len(out.NeedMetadata) > 0 && d.cfg.NeedMetadata != nil {
+		d.cfg.NeedMetadata(out.NeedMetadata)
+	}
+	d.arm(out.NextDeadline)
+}
+
+func (d *Driver) reply(id coordinator.RequestID, r result) {
+	if ch, ok := d.waiting[id]; ok {
+		ch <- r
+		delete(d.waiting, id)
+	}
+}
+
+// arm sets the timer for the coordinator's next deadline. Every Output
+// carries the current earliest deadline, so the latest one wins.
+func (d *Driver) arm(at time.Time) {
+	if at.Equal(d.deadline) {
+		return
+	}
+	d.deadline = at
+	d.timer.Stop()
+	if at.IsZero() {
+		return
+	}
+	d.timer.Reset(max(at.Sub(d.now()), 0))
+}
+
+// forward sends a checked request upstream off the loop and answers the
+// client with the merged response.
+func (d *Driver) forward(f coordinator.Forward) {
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		ctx, cancel := context.WithTimeout(d.ctx, d.cfg.ForwardTimeout)
+		defer cancel()
+		resp, err := d.cfg.Upstream.Forward(ctx, f.Request)
+		r := result{err: err}
+		if err == nil {
+			r.resp = f.Complete(resp)
+		} else {
+			err = fmt.Errorf("forwarding %s upstream: %w", kmsg.NameForKey(f.Request.Key()), err)
+			r.err = err
+			if d.cfg.Metrics != nil {
+				d.cfg.Metrics.UpstreamError("forward")
+			}
+			d.log.Warn("upstream forward failed", "api", kmsg.NameForKey(f.Request.Key()), "err", err)
+		}
+		d.do(func() { d.reply(f.ID, r) })
+	}()
+}
+
+// reasoned is implemented by the runtime's errors.
+type reasoned interface{ Reason() string }
+
+// run calls the assignor off the loop and feeds the answer back.
+func (d *Driver) run(j coordinator.Job) {
+	if prev := d.assignor[j.Group]; j.Attempt > 0 && d.cfg.Metrics != nil {
+		d.cfg.Metrics.Fallback(prev, j.Assignor)
+	}
+	d.assignor[j.Group] = j.Assignor
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		ctx, cancel := context.WithTimeout(d.ctx, d.cfg.PluginTimeout)
+		defer cancel()
+		start := time.Now()
+		resp, err := d.cfg.Assigner.Assign(ctx, j.Assignor, j.Request)
+		if d.cfg.Metrics != nil {
+			reason := ""
+			if err != nil {
+				reason = "error"
+				var r reasoned
+				if errors.As(err, &r) {
+					reason = r.Reason()
+				}
+			}
+			d.cfg.Metrics.PluginCall(j.Assignor, time.Since(start), reason)
+		}
+		if err != nil {
+			d.log.Warn("assignor failed", "group", j.Group, "generation", j.Generation, "assignor", j.Assignor, "attempt", j.Attempt, "err", err)
+		}
+		d.do(func() { d.apply(d.coord.AssignmentDone(d.now(), j.ID, resp, err)) })
+	}()
+}
+
+// observe turns coordinator events into logs, metrics and persistence.
+func (d *Driver) observe(e coordinator.Event) {
+	switch e.Kind {
+	case coordinator.EventRebalanceStarted:
+		if _, ok := d.started[e.Group]; !ok {
+			d.started[e.Group] = d.now()
+		}
+		d.log.Info("rebalance started", "group", e.Group, "generation", e.Generation, "reason", e.Detail)
+	case coordinator.EventAssignmentCompleted:
+		began, ok := d.started[e.Group]
+		delete(d.started, e.Group)
+		r := Rebalance{At: d.now(), Assignor: e.Detail, Fallback: e.Attempt > 0, Moved: e.Moved, Withheld: e.N, Cooperative: e.Cooperative}
+		if ok {
+			r.Duration = r.At.Sub(began)
+		}
+		d.last[e.Group] = r
+		d.checkStorm(e.Group, r.At)
+		d.log.Info("rebalance", "group", e.Group, "generation", e.Generation, "members", e.Members,
+			"assignor", r.Assignor, "duration", r.Duration, "moved", r.Moved, "withheld", r.Withheld, "fallback", r.Fallback)
+		if d.cfg.Metrics != nil {
+			d.cfg.Metrics.RebalanceDone(metrics.Rebalance{
+				Group: e.Group, Generation: e.Generation, Assignor: r.Assignor, Cooperative: e.Cooperative,
+				Duration: r.Duration, Members: e.Members, Moved: r.Moved, Withheld: r.Withheld, Unassigned: e.Unassigned,
+				RackLocal: e.RackLocal, RackKnown: e.RackKnown,
+			})
+		}
+	case coordinator.EventMemberAdded:
+		d.storm(e.Group).joins++
+	case coordinator.EventMemberRemoved:
+		if e.Detail == "session timeout" {
+			d.storm(e.Group).expiries++
+		}
+	case coordinator.EventStateChanged:
+		if e.State == coordinator.Empty || e.State == coordinator.Dead {
+			// A rebalance that ended without an assignment must not lend
+			// its start time to the next one.
+			delete(d.started, e.Group)
+		}
+		if e.State == coordinator.Dead {
+			delete(d.last, e.Group)
+			delete(d.storms, e.Group)
+			delete(d.assignor, e.Group)
+			if d.cfg.Metrics != nil {
+				d.cfg.Metrics.GroupRemoved(e.Group)
+			}
+		}
+		if e.State == coordinator.Stable && d.cfg.Persist != nil {
+			d.cfg.Persist(d.coord.Export())
+		}
+	}
+}
+
+func (d *Driver) storm(group string) *stormWatch {
+	w := d.storms[group]
+	if w == nil {
+		w = &stormWatch{}
+		d.storms[group] = w
+	}
+	return w
+}
+
+// checkStorm records a completed rebalance and reports a storm when the
+// group rebalanced more than StormRebalances times within StormWindow.
+func (d *Driver) checkStorm(group string, at time.Time) {
+	w := d.storm(group)
+	cutoff := at.Add(-d.cfg.StormWindow)
+	kept := w.rebalances[:0]
+	for _, t := range w.rebalances {
+		if t.After(cutoff) {
+			kept = append(kept, t)
+		}
+	}
+	w.rebalances = append(kept, at)
+	if len(w.rebalances) <= d.cfg.StormRebalances {
+		if len(w.rebalances) == 1 {
+			w.expiries, w.joins = 0, 0 // a quiet window starts afresh
+		}
+		return
+	}
+	if !w.reported.IsZero() && at.Sub(w.reported) < d.cfg.StormWindow {
+		return
+	}
+	w.reported = at
+	// label is the cause for the metric: short and from a fixed set.
+	cause, label := "frequent membership changes", "membership changes"
+	switch {
+	case w.expiries*2 >= len(w.rebalances):
+		cause = "session timeouts (members miss heartbeats: check session.timeout.ms, GC pauses, or slow processing)"
+		label = "session timeouts"
+	case w.joins >= len(w.rebalances):
+		cause = "members joining repeatedly (restarts, or max.poll.interval.ms exceeded)"
+		label = "members joining repeatedly"
+	}
+	d.log.Warn("rebalance storm", "group", group, "rebalances", len(w.rebalances), "window", d.cfg.StormWindow,
+		"session_timeouts", w.expiries, "joins", w.joins, "likely_cause", cause)
+	if d.cfg.Metrics != nil {
+		d.cfg.Metrics.RebalanceStorm(group, label)
+	}
+	w.expiries, w.joins = 0, 0
+}

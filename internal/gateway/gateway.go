@@ -1,0 +1,524 @@
+// Package gateway decides, request by request, what the proxy does with the
+// consumer-group traffic of the groups wasmassign manages: it answers group
+// membership from the coordinator, fences offset commits before they go
+// upstream, merges group listings, and lets everything else through.
+//
+// It sits between the proxy (which calls it through proxy.Interceptor) and
+// the coordinator driver (which it calls); it does no I/O of its own beyond
+// asking the upstream which broker coordinates a group.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/coordinator"
+	"github.com/wasmassign/wasmassign/internal/proxy"
+)
+
+// Coordinator is what the gateway needs of the coordinator driver.
+type Coordinator interface {
+	Handle(ctx context.Context, client coordinator.Client, req kmsg.Request) (kmsg.Response, error)
+}
+
+// Upstream answers which upstream brokers coordinate groups.
+type Upstream interface {
+	// CoordinatorsOf returns the node id of each group's coordinator. A
+	// group whose lookup failed is missing from the map, and the error
+	// says why.
+	CoordinatorsOf(ctx context.Context, groups []string) (map[string]int32, error)
+	// Forget drops what is remembered of group's coordinator: a request
+	// forwarded on a client's connection found it elsewhere.
+	Forget(group string)
+}
+
+// Options configure a Gateway.
+type Options struct {
+	// Manages reports whether the gateway runs group's coordination.
+	Manages     func(group string) bool
+	Coordinator Coordinator
+	Upstream    Upstream
+	Logger      *slog.Logger
+}
+
+// Gateway implements proxy.Interceptor.
+type Gateway struct {
+	opt Options
+	log *slog.Logger
+}
+
+// New returns a Gateway.
+func New(opt Options) *Gateway {
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Gateway{opt: opt, log: log}
+}
+
+// Intercepts reports the keys the gateway looks at: every group API, and
+// FindCoordinator.
+func (g *Gateway) Intercepts(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup,
+		kmsg.DescribeGroups, kmsg.ListGroups, kmsg.OffsetCommit, kmsg.TxnOffsetCommit,
+		kmsg.OffsetFetch, kmsg.DeleteGroups, kmsg.OffsetDelete, kmsg.FindCoordinator:
+		return true
+	}
+	return false
+}
+
+// client describes the request's client the way Kafka does in
+// DescribeGroups: the header's client id, and the host as "/ip".
+func client(r proxy.Request) coordinator.Client {
+	c := coordinator.Client{Host: hostOf(r.Conn.Remote)}
+	if r.ClientID != nil {
+		c.ID = *r.ClientID
+	}
+	return c
+}
+
+// Intercept decides one request.
+func (g *Gateway) Intercept(ctx context.Context, r proxy.Request) (proxy.Decision, error) {
+	switch req := r.Req.(type) {
+	case *kmsg.JoinGroupRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.SyncGroupRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.HeartbeatRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.LeaveGroupRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.OffsetCommitRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.TxnOffsetCommitRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.OffsetDeleteRequest:
+		return g.local(ctx, r, req.Group)
+	case *kmsg.DeleteGroupsRequest:
+		return g.deleteGroups(ctx, r, req)
+	case *kmsg.DescribeGroupsRequest:
+		return g.describeGroups(ctx, r, req)
+	case *kmsg.ListGroupsRequest:
+		return g.listGroups(ctx, r, req)
+	case *kmsg.OffsetFetchRequest:
+		return g.offsetFetch(r, req), nil
+	case *kmsg.FindCoordinatorRequest:
+		return g.findCoordinator(ctx, req)
+	}
+	return proxy.Decision{}, nil
+}
+
+// local answers a single-group request from the coordinator when the group
+// is managed, and forwards it untouched otherwise.
+func (g *Gateway) local(ctx context.Context, r proxy.Request, group string) (proxy.Decision, error) {
+	if !g.opt.Manages(group) {
+		return proxy.Decision{}, nil
+	}
+	resp, err := g.opt.Coordinator.Handle(ctx, client(r), r.Req)
+	if err != nil {
+		return proxy.Decision{}, fmt.Errorf("group %s: %s: %w", group, kmsg.NameForKey(r.Req.Key()), err)
+	}
+	return proxy.Decision{Respond: resp}, nil
+}
+
+// findCoordinator answers the lookup of managed groups' coordinators with
+// the brokers the upstream names, as remembered for ListGroups, so that
+// ListGroups lists each managed group on the broker FindCoordinator names;
+// the proxy turns the node into the gateway's address for it. Transaction
+// coordinators and unmanaged groups are looked up upstream as before.
+//
+// Answering here saves a consumer's start-up an upstream round trip, and
+// the dial of the connection kgo asks on (its first request to forward
+// opens it): fifty members starting at once otherwise queue fifty lookups
+// of one group behind each other at the broker, and the later ones join
+// the group later. Which broker a client takes for the coordinator does
+// not matter to the gateway, which answers group requests on every
+// connection; the upstream's is named so that the answers agree with
+// ListGroups and with the upstream itself.
+//
+// A group whose coordinator cannot be learnt gets COORDINATOR_NOT_AVAILABLE,
+// which clients retry.
+func (g *Gateway) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (proxy.Decision, error) {
+	if req.CoordinatorType != 0 { // 1: transactions
+		return proxy.Decision{}, nil
+	}
+	batched := req.Version >= 4 // KIP-699
+	keys := req.CoordinatorKeys
+	if !batched {
+		keys = []string{req.CoordinatorKey}
+	}
+	managed, others := g.split(keys)
+	if len(managed) == 0 {
+		return proxy.Decision{}, nil
+	}
+	nodes, err := g.opt.Upstream.CoordinatorsOf(ctx, managed)
+	if err != nil {
+		g.log.Debug("FindCoordinator: the upstream coordinator of a managed group is unknown", "err", err)
+	}
+	answer := func(group string) (node int32, code int16, msg *string) {
+		if n, ok := nodes[group]; ok {
+			return n, 0, nil
+		}
+		m := "wasmassign: the upstream did not name the group's coordinator"
+		if err != nil {
+			m = fmt.Sprintf("wasmassign: %v", err)
+		}
+		return -1, kerr.CoordinatorNotAvailable.Code, &m
+	}
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if !batched {
+		resp.NodeID, resp.ErrorCode, resp.ErrorMessage = answer(req.CoordinatorKey)
+		resp.Port = -1
+		return proxy.Decision{Respond: resp}, nil
+	}
+	for _, group := range managed {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key = group
+		c.NodeID, c.ErrorCode, c.ErrorMessage = answer(group)
+		c.Port = -1
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	if len(others) == 0 {
+		return proxy.Decision{Respond: resp}, nil
+	}
+	up := *req
+	up.CoordinatorKeys = others
+	up.CoordinatorKey = others[0]
+	return proxy.Decision{Forward: &up, OnResponse: func(r kmsg.Response) kmsg.Response {
+		if u, ok := r.(*kmsg.FindCoordinatorResponse); ok {
+			u.Coordinators = append(u.Coordinators, resp.Coordinators...)
+		}
+		return r
+	}}, nil
+}
+
+// deleteGroups lets the coordinator check managed groups (it refuses
+// GROUP_NOT_EMPTY and forwards the rest itself); unmanaged groups go
+// upstream on this connection, and the answers are merged.
+func (g *Gateway) deleteGroups(ctx context.Context, r proxy.Request, req *kmsg.DeleteGroupsRequest) (proxy.Decision, error) {
+	with := func(groups []string) *kmsg.DeleteGroupsRequest {
+		c := *req
+		c.Groups = groups
+		return &c
+	}
+	return splitGroups(g, ctx, r, req.Groups, with, func(up, local *kmsg.DeleteGroupsResponse) *kmsg.DeleteGroupsResponse {
+		up.Groups = append(up.Groups, local.Groups...)
+		return up
+	})
+}
+
+// describeGroups answers managed groups from the coordinator and the rest
+// upstream, one response in the order the client asked.
+func (g *Gateway) describeGroups(ctx context.Context, r proxy.Request, req *kmsg.DescribeGroupsRequest) (proxy.Decision, error) {
+	with := func(groups []string) *kmsg.DescribeGroupsRequest {
+		c := *req
+		c.Groups = groups
+		return &c
+	}
+	order := req.Groups
+	return splitGroups(g, ctx, r, req.Groups, with, func(up, local *kmsg.DescribeGroupsResponse) *kmsg.DescribeGroupsResponse {
+		byID := make(map[string]kmsg.DescribeGroupsResponseGroup, len(order))
+		for _, grp := range append(up.Groups, local.Groups...) {
+			byID[grp.Group] = grp
+		}
+		up.Groups = up.Groups[:0]
+		for _, id := range order {
+			if grp, ok := byID[id]; ok {
+				up.Groups = append(up.Groups, grp)
+				delete(byID, id)
+			}
+		}
+		return up
+	})
+}
+
+// splitGroups serves a request that names several groups: the coordinator
+// answers the managed ones (with(managed)), the rest goes upstream on this
+// connection (with(others)), and merge combines the two answers. A request
+// naming no managed group passes through untouched, and one naming only
+// managed groups never goes upstream.
+func splitGroups[Req kmsg.Request, Resp kmsg.Response](g *Gateway, ctx context.Context, r proxy.Request, groups []string,
+	with func([]string) Req, merge func(up, local Resp) Resp) (proxy.Decision, error) {
+	managed, others := g.split(groups)
+	if len(managed) == 0 {
+		return proxy.Decision{}, nil
+	}
+	resp, err := g.opt.Coordinator.Handle(ctx, client(r), with(managed))
+	if err != nil {
+		return proxy.Decision{}, fmt.Errorf("%s: %w", kmsg.NameForKey(r.Req.Key()), err)
+	}
+	local, ok := resp.(Resp)
+	if !ok {
+		return proxy.Decision{}, fmt.Errorf("%s: the coordinator answered with a %s", kmsg.NameForKey(r.Req.Key()), kmsg.NameForKey(resp.Key()))
+	}
+	if len(others) == 0 {
+		return proxy.Decision{Respond: local}, nil
+	}
+	return proxy.Decision{Forward: with(others), OnResponse: func(up kmsg.Response) kmsg.Response {
+		u, ok := up.(Resp)
+		if !ok {
+			return up
+		}
+		return merge(u, local)
+	}}, nil
+}
+
+// listGroups merges the upstream's list from this connection's broker with
+// the managed groups that broker coordinates upstream, so that asking every
+// broker lists each managed group once. A managed group the upstream itself
+// lists is shown once, as the coordinator sees it. The upstream lists every
+// managed group that has committed offsets, as a group without members:
+// the gateway forwards commits with generation -1. Only a managed group
+// the upstream lists with members (or in a state other than Empty) means
+// split brain, clients bypassing the gateway, and is logged as an error.
+func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.ListGroupsRequest) (proxy.Decision, error) {
+	resp, err := g.opt.Coordinator.Handle(ctx, client(r), req)
+	if err != nil {
+		return proxy.Decision{}, fmt.Errorf("ListGroups: %w", err)
+	}
+	var managed []kmsg.ListGroupsResponseGroup
+	var ids []string
+	for _, grp := range resp.(*kmsg.ListGroupsResponse).Groups {
+		if g.opt.Manages(grp.Group) {
+			managed = append(managed, grp)
+			ids = append(ids, grp.Group)
+		}
+	}
+	var mine []kmsg.ListGroupsResponseGroup
+	if len(ids) > 0 {
+		nodes, err := g.opt.Upstream.CoordinatorsOf(ctx, ids)
+		if err != nil {
+			g.log.Warn("ListGroups: cannot find the upstream coordinator of some groups; they are left out", "err", err)
+		}
+		for _, grp := range managed {
+			// A bootstrap connection answers like the broker it reaches.
+			if node, ok := nodes[grp.Group]; ok && node == r.Conn.Upstream {
+				mine = append(mine, grp)
+			}
+		}
+	}
+	return proxy.Decision{OnResponse: func(up kmsg.Response) kmsg.Response {
+		u := up.(*kmsg.ListGroupsResponse)
+		kept := u.Groups[:0]
+		for _, grp := range u.Groups {
+			if g.opt.Manages(grp.Group) {
+				if upstreamHasMembers(grp) {
+					g.log.Error("managed group is also listed upstream: clients may be bypassing the gateway, or a second gateway runs", "group", grp.Group, "upstream_state", grp.GroupState)
+				}
+				continue
+			}
+			kept = append(kept, grp)
+		}
+		u.Groups = append(kept, mine...)
+		slices.SortFunc(u.Groups, func(a, b kmsg.ListGroupsResponseGroup) int {
+			switch {
+			case a.Group < b.Group:
+				return -1
+			case a.Group > b.Group:
+				return 1
+			}
+			return 0
+		})
+		return u
+	}}, nil
+}
+
+// upstreamHasMembers reports whether the upstream's listing of a group may
+// have members. A group only ever committed to with generation -1 has no
+// protocol type; from ListGroups v4 an Empty state says no members either.
+// Before v4 the state is unknown, so a group that had members once counts.
+func upstreamHasMembers(grp kmsg.ListGroupsResponseGroup) bool {
+	return grp.ProtocolType != "" && !strings.EqualFold(grp.GroupState, "Empty")
+}
+
+// offsetFetch forwards, and turns an upstream GROUP_ID_NOT_FOUND for a
+// managed group into "no offsets" (-1): the upstream has simply never seen a
+// commit for a group whose members it never sees. Each group of a batch
+// (v8+) is treated by its own rule; unmanaged groups' answers pass as they
+// came.
+//
+// A managed group whose upstream coordinator has moved answers
+// NOT_COORDINATOR. The client then looks the coordinator up again, which
+// the gateway answers (findCoordinator) from what it remembers: that is
+// forgotten here, or the client would be sent back to the old broker until
+// the memory expired.
+func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) proxy.Decision {
+	var groups []string
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			groups = append(groups, rg.Group)
+		}
+	} else {
+		groups = []string{req.Group}
+	}
+	managed, _ := g.split(groups)
+	if len(managed) == 0 {
+		return proxy.Decision{}
+	}
+	return proxy.Decision{OnResponse: func(up kmsg.Response) kmsg.Response {
+		u := up.(*kmsg.OffsetFetchResponse)
+		notFound := kerr.GroupIDNotFound.Code
+		if req.Version < 8 {
+			if coordinatorMoved(u.ErrorCode) || slices.ContainsFunc(u.Topics, func(t kmsg.OffsetFetchResponseTopic) bool {
+				// v0 and v1 report errors per partition only.
+				return slices.ContainsFunc(t.Partitions, func(p kmsg.OffsetFetchResponseTopicPartition) bool { return coordinatorMoved(p.ErrorCode) })
+			}) {
+				g.opt.Upstream.Forget(req.Group)
+			}
+			if u.ErrorCode == notFound {
+				u.ErrorCode = 0
+				u.Topics = unknownOffsets(req.Topics)
+			}
+			return u
+		}
+		for i := range u.Groups {
+			rg := &u.Groups[i]
+			if coordinatorMoved(rg.ErrorCode) && g.opt.Manages(rg.Group) {
+				g.opt.Upstream.Forget(rg.Group)
+			}
+			if rg.ErrorCode == notFound && g.opt.Manages(rg.Group) {
+				rg.ErrorCode = 0
+				for _, q := range req.Groups {
+					if q.Group == rg.Group {
+						rg.Topics = unknownGroupOffsets(q.Topics)
+					}
+				}
+			}
+		}
+		return u
+	}}
+}
+
+// coordinatorMoved reports whether code says a group's coordinator is not
+// the broker asked.
+func coordinatorMoved(code int16) bool {
+	return code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
+}
+
+func unknownOffsets(topics []kmsg.OffsetFetchRequestTopic) []kmsg.OffsetFetchResponseTopic {
+	out := make([]kmsg.OffsetFetchResponseTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+func unknownGroupOffsets(topics []kmsg.OffsetFetchRequestGroupTopic) []kmsg.OffsetFetchResponseGroupTopic {
+	out := make([]kmsg.OffsetFetchResponseGroupTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// split separates managed group ids from the others, keeping order.
+func (g *Gateway) split(groups []string) (managed, others []string) {
+	for _, id := range groups {
+		if g.opt.Manages(id) {
+			managed = append(managed, id)
+		} else {
+			others = append(others, id)
+		}
+	}
+	return managed, others
+}
+
+// FetchRacks remembers the rack each client sent in its Fetch requests
+// (KIP-392 RackID), for clients whose subscriptions carry none (librdkafka,
+// kafkajs, older Java). The proxy records; the coordinator reads it as its
+// RackSource. It is safe for concurrent use.
+type FetchRacks struct {
+	mu     sync.Mutex
+	racks  map[rackKey]fetchRack
+	pruned time.Time // the last scan for idle clients
+	now    func() time.Time
+}
+
+type rackKey struct{ clientID, host string }
+
+// fetchRack is a recorded rack and when its client last sent it.
+type fetchRack struct {
+	rack string
+	seen time.Time
+}
+
+// Clients come and go (every restart of a pod is a new host), so the book
+// forgets: once it holds fetchRacksPruneAt clients, a Record of a new one
+// drops those not heard from for fetchRacksIdle, scanning at most once a
+// minute. A client is heard from when a connection of it sends its first
+// Fetch and when the coordinator looks its rack up (every rebalance of its
+// group), so a small book never forgets, and a large one forgets only
+// clients that neither reconnected nor rebalanced for a day. The proxy
+// records only authenticated clients when the upstream requires SASL.
+const (
+	fetchRacksPruneAt = 10000
+	fetchRacksIdle    = 24 * time.Hour
+)
+
+// NewFetchRacks returns an empty book.
+func NewFetchRacks() *FetchRacks {
+	return &FetchRacks{racks: make(map[rackKey]fetchRack), now: time.Now}
+}
+
+// Record notes the rack a client at c sent, and reports whether it is news:
+// a rack this client had not sent before. An empty rack is ignored.
+func (f *FetchRacks) Record(c proxy.ConnInfo, clientID, rack string) bool {
+	if rack == "" {
+		return false
+	}
+	k := rackKey{clientID, hostOf(c.Remote)}
+	now := f.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old, ok := f.racks[k]
+	if !ok && len(f.racks) >= fetchRacksPruneAt && now.Sub(f.pruned) >= time.Minute {
+		f.pruned = now
+		for k, r := range f.racks {
+			if now.Sub(r.seen) >= fetchRacksIdle {
+				delete(f.racks, k)
+			}
+		}
+	}
+	f.racks[k] = fetchRack{rack: rack, seen: now}
+	return !ok || old.rack != rack
+}
+
+// FetchRack implements coordinator.RackSource.
+func (f *FetchRacks) FetchRack(clientID, host string) (string, bool) {
+	k := rackKey{clientID, host}
+	now := f.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.racks[k]
+	if ok {
+		r.seen = now
+		f.racks[k] = r
+	}
+	return r.rack, ok
+}
+
+// hostOf is the Kafka form of a client address.
+func hostOf(a netip.AddrPort) string { return "/" + a.Addr().Unmap().String() }

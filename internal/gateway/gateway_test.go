@@ -1,0 +1,496 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/coordinator"
+	"github.com/wasmassign/wasmassign/internal/proxy"
+)
+
+// fakeCoordinator answers like a coordinator that holds the managed groups
+// "m1", "m2" and "m3", and records what it was asked.
+type fakeCoordinator struct {
+	asked   []kmsg.Request
+	clients []coordinator.Client
+}
+
+func (f *fakeCoordinator) Handle(_ context.Context, c coordinator.Client, req kmsg.Request) (kmsg.Response, error) {
+	f.asked = append(f.asked, req)
+	f.clients = append(f.clients, c)
+	switch r := req.(type) {
+	case *kmsg.DescribeGroupsRequest:
+		resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		for _, id := range r.Groups {
+			g := kmsg.NewDescribeGroupsResponseGroup()
+			g.Group, g.State = id, "Stable"
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil
+	case *kmsg.ListGroupsRequest:
+		resp := r.ResponseKind().(*kmsg.ListGroupsResponse)
+		for _, id := range []string{"m1", "m2", "m3"} {
+			g := kmsg.NewListGroupsResponseGroup()
+			g.Group, g.GroupState = id, "Stable"
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil
+	case *kmsg.DeleteGroupsRequest:
+		resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		for _, id := range r.Groups {
+			g := kmsg.NewDeleteGroupsResponseGroup()
+			g.Group, g.ErrorCode = id, kerr.NonEmptyGroup.Code
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil
+	}
+	return req.ResponseKind(), nil
+}
+
+// fakeUpstream puts m1 on node 1 and the other groups on node 2, and
+// records the groups the gateway tells it to forget.
+type fakeUpstream struct {
+	mu        sync.Mutex
+	forgotten []string
+}
+
+func (f *fakeUpstream) Forget(group string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgotten = append(f.forgotten, group)
+}
+
+// takeForgotten returns the groups forgotten since the last call.
+func (f *fakeUpstream) takeForgotten() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.forgotten
+	f.forgotten = nil
+	return out
+}
+
+func (*fakeUpstream) CoordinatorsOf(_ context.Context, groups []string) (map[string]int32, error) {
+	nodes := make(map[string]int32, len(groups))
+	for _, g := range groups {
+		nodes[g] = 2
+		if g == "m1" {
+			nodes[g] = 1
+		}
+	}
+	return nodes, nil
+}
+
+func newGateway(logs *bytes.Buffer) (*Gateway, *fakeCoordinator) {
+	fc := &fakeCoordinator{}
+	g := New(Options{
+		Manages:     func(id string) bool { return strings.HasPrefix(id, "m") },
+		Coordinator: fc,
+		Upstream:    &fakeUpstream{},
+		Logger:      slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	return g, fc
+}
+
+func request(node int32, req kmsg.Request) proxy.Request {
+	id := "app-1"
+	upstream := node
+	if node == proxy.NodeBootstrap {
+		upstream = 2 // the broker the bootstrap connection reaches
+	}
+	return proxy.Request{Conn: proxy.ConnInfo{Node: node, Upstream: upstream, Remote: netip.MustParseAddrPort("[::ffff:10.0.0.7]:5555")}, ClientID: &id, Req: req}
+}
+
+func TestIntercept_MembershipOfManagedGroupsIsAnsweredLocally(t *testing.T) {
+	g, fc := newGateway(&bytes.Buffer{})
+	for _, tt := range []struct {
+		req   kmsg.Request
+		local bool
+	}{
+		{&kmsg.JoinGroupRequest{Group: "m1"}, true},
+		{&kmsg.SyncGroupRequest{Group: "m1"}, true},
+		{&kmsg.HeartbeatRequest{Group: "m1"}, true},
+		{&kmsg.LeaveGroupRequest{Group: "m1"}, true},
+		{&kmsg.OffsetCommitRequest{Group: "m1"}, true},
+		{&kmsg.TxnOffsetCommitRequest{Group: "m1"}, true},
+		{&kmsg.OffsetDeleteRequest{Group: "m1"}, true},
+		{&kmsg.JoinGroupRequest{Group: "other"}, false},
+		{&kmsg.OffsetCommitRequest{Group: "other"}, false},
+	} {
+		if !g.Intercepts(int16(tt.req.Key())) {
+			t.Errorf("%s is not intercepted", kmsg.NameForKey(tt.req.Key()))
+		}
+		d, err := g.Intercept(context.Background(), request(1, tt.req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (d.Respond != nil) != tt.local || d.Forward != nil {
+			t.Errorf("%s: decision %+v, local %v", kmsg.NameForKey(tt.req.Key()), d, tt.local)
+		}
+	}
+	if c := fc.clients[0]; c.ID != "app-1" || c.Host != "/10.0.0.7" {
+		t.Errorf("client %+v, want id app-1 and host /10.0.0.7", c)
+	}
+	if g.Intercepts(int16(kmsg.Produce)) || g.Intercepts(int16(kmsg.Fetch)) {
+		t.Error("data-path requests must not be decoded")
+	}
+}
+
+func TestIntercept_DescribeGroupsMergesInTheClientsOrder(t *testing.T) {
+	g, fc := newGateway(&bytes.Buffer{})
+	req := &kmsg.DescribeGroupsRequest{Groups: []string{"u1", "m1", "u2", "m2"}}
+	d, err := g.Intercept(context.Background(), request(1, req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd, ok := d.Forward.(*kmsg.DescribeGroupsRequest)
+	if !ok || !slices.Equal(fwd.Groups, []string{"u1", "u2"}) {
+		t.Fatalf("forward %+v, want only the unmanaged groups", d.Forward)
+	}
+	if asked := fc.asked[0].(*kmsg.DescribeGroupsRequest).Groups; !slices.Equal(asked, []string{"m1", "m2"}) {
+		t.Errorf("coordinator asked for %v", asked)
+	}
+	up := &kmsg.DescribeGroupsResponse{Groups: []kmsg.DescribeGroupsResponseGroup{{Group: "u2", State: "Empty"}, {Group: "u1", State: "Empty"}}}
+	merged := d.OnResponse(up).(*kmsg.DescribeGroupsResponse)
+	var order []string
+	for _, grp := range merged.Groups {
+		order = append(order, grp.Group)
+	}
+	if !slices.Equal(order, req.Groups) {
+		t.Errorf("merged order %v, want %v", order, req.Groups)
+	}
+	// Only managed groups: answered without going upstream.
+	d, _ = g.Intercept(context.Background(), request(1, &kmsg.DescribeGroupsRequest{Groups: []string{"m3"}}))
+	if d.Respond == nil || d.Forward != nil {
+		t.Errorf("all-managed describe: %+v", d)
+	}
+	// No managed group: untouched.
+	d, _ = g.Intercept(context.Background(), request(1, &kmsg.DescribeGroupsRequest{Groups: []string{"u1"}}))
+	if d.Respond != nil || d.Forward != nil || d.OnResponse != nil {
+		t.Errorf("unmanaged describe: %+v", d)
+	}
+}
+
+func TestIntercept_ListGroupsListsEachManagedGroupOnItsUpstreamCoordinator(t *testing.T) {
+	var logs bytes.Buffer
+	g, _ := newGateway(&logs)
+	listed := func(node int32, upstream ...string) []string {
+		d, err := g.Intercept(context.Background(), request(node, &kmsg.ListGroupsRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		up := &kmsg.ListGroupsResponse{}
+		for _, id := range upstream {
+			// Listed as a group with members, as clients bypassing the
+			// gateway would make it.
+			up.Groups = append(up.Groups, kmsg.ListGroupsResponseGroup{Group: id, ProtocolType: "consumer", GroupState: "Stable"})
+		}
+		var out []string
+		for _, grp := range d.OnResponse(up).(*kmsg.ListGroupsResponse).Groups {
+			out = append(out, grp.Group)
+		}
+		return out
+	}
+	if got := listed(1, "u1"); !slices.Equal(got, []string{"m1", "u1"}) {
+		t.Errorf("node 1 lists %v, want m1 and u1", got)
+	}
+	if got := listed(2, "u2", "m3"); !slices.Equal(got, []string{"m2", "m3", "u2"}) {
+		t.Errorf("node 2 lists %v, want m2, m3 (once) and u2", got)
+	}
+	if !strings.Contains(logs.String(), "m3") || !strings.Contains(logs.String(), "ERROR") {
+		t.Errorf("a managed group listed upstream was not logged as an error: %s", logs.String())
+	}
+	// Across all brokers, every managed group appears exactly once.
+	all := append(listed(1), listed(2)...)
+	for _, id := range []string{"m1", "m2", "m3"} {
+		if n := countOf(all, id); n != 1 {
+			t.Errorf("%s listed %d times across brokers", id, n)
+		}
+	}
+	if got := listed(proxy.NodeBootstrap, "u9"); !slices.Equal(got, []string{"m2", "m3", "u9"}) {
+		t.Errorf("a bootstrap connection reaching node 2 lists %v, want what node 2 lists", got)
+	}
+}
+
+func countOf(s []string, v string) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
+func TestIntercept_OffsetFetchOfAManagedGroupUnknownUpstreamIsNoOffsets(t *testing.T) {
+	g, _ := newGateway(&bytes.Buffer{})
+	notFound := kerr.GroupIDNotFound.Code
+
+	old := &kmsg.OffsetFetchRequest{Version: 7, Group: "m1", Topics: []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}}
+	d, _ := g.Intercept(context.Background(), request(1, old))
+	resp := d.OnResponse(&kmsg.OffsetFetchResponse{Version: 7, ErrorCode: notFound}).(*kmsg.OffsetFetchResponse)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 || resp.Topics[0].Partitions[1].Offset != -1 {
+		t.Errorf("v7 response %+v", resp)
+	}
+
+	batched := &kmsg.OffsetFetchRequest{Version: 8, Groups: []kmsg.OffsetFetchRequestGroup{
+		{Group: "m1", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{3}}}},
+		{Group: "u1"},
+	}}
+	d, _ = g.Intercept(context.Background(), request(1, batched))
+	resp = d.OnResponse(&kmsg.OffsetFetchResponse{Version: 8, Groups: []kmsg.OffsetFetchResponseGroup{
+		{Group: "m1", ErrorCode: notFound}, {Group: "u1", ErrorCode: notFound},
+	}}).(*kmsg.OffsetFetchResponse)
+	if m := resp.Groups[0]; m.ErrorCode != 0 || m.Topics[0].Partitions[0].Offset != -1 || m.Topics[0].Partitions[0].Partition != 3 {
+		t.Errorf("managed group %+v", m)
+	}
+	if u := resp.Groups[1]; u.ErrorCode != notFound {
+		t.Errorf("unmanaged group's error was changed: %+v", u)
+	}
+	d, _ = g.Intercept(context.Background(), request(1, &kmsg.OffsetFetchRequest{Version: 7, Group: "u1"}))
+	if d.OnResponse != nil {
+		t.Error("an unmanaged group's OffsetFetch was touched")
+	}
+}
+
+// A managed group's OffsetFetch answered NOT_COORDINATOR (or
+// COORDINATOR_NOT_AVAILABLE) by the broker the client asked makes the
+// gateway forget where the group's coordinator is, so that the client's
+// next FindCoordinator is looked up afresh; other answers and unmanaged
+// groups leave the memory alone.
+func TestIntercept_OffsetFetchFindingTheCoordinatorMovedForgetsIt(t *testing.T) {
+	g, _ := newGateway(&bytes.Buffer{})
+	up := g.opt.Upstream.(*fakeUpstream)
+	moved, unavailable := kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code
+	tests := []struct {
+		name string
+		req  *kmsg.OffsetFetchRequest
+		resp *kmsg.OffsetFetchResponse
+		want []string
+	}{
+		{"v7 moved", &kmsg.OffsetFetchRequest{Version: 7, Group: "m1"}, &kmsg.OffsetFetchResponse{Version: 7, ErrorCode: moved}, []string{"m1"}},
+		{"v7 unavailable", &kmsg.OffsetFetchRequest{Version: 7, Group: "m1"}, &kmsg.OffsetFetchResponse{Version: 7, ErrorCode: unavailable}, []string{"m1"}},
+		{"v1 per partition", &kmsg.OffsetFetchRequest{Version: 1, Group: "m2"}, &kmsg.OffsetFetchResponse{Version: 1, Topics: []kmsg.OffsetFetchResponseTopic{
+			{Topic: "t", Partitions: []kmsg.OffsetFetchResponseTopicPartition{{Partition: 0}, {Partition: 1, ErrorCode: moved}}}}}, []string{"m2"}},
+		{"v7 answered", &kmsg.OffsetFetchRequest{Version: 7, Group: "m1"}, &kmsg.OffsetFetchResponse{Version: 7}, nil},
+		{"v8 batch", &kmsg.OffsetFetchRequest{Version: 8, Groups: []kmsg.OffsetFetchRequestGroup{{Group: "m1"}, {Group: "u1"}, {Group: "m2"}, {Group: "m3"}}},
+			&kmsg.OffsetFetchResponse{Version: 8, Groups: []kmsg.OffsetFetchResponseGroup{
+				{Group: "m1", ErrorCode: moved}, {Group: "u1", ErrorCode: moved}, {Group: "m2"}, {Group: "m3", ErrorCode: unavailable}}},
+			[]string{"m1", "m3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := g.Intercept(context.Background(), request(1, tt.req))
+			if err != nil || d.OnResponse == nil {
+				t.Fatalf("decision %+v, %v: the managed group's answer is not looked at", d, err)
+			}
+			d.OnResponse(tt.resp)
+			if got := up.takeForgotten(); !slices.Equal(got, tt.want) {
+				t.Errorf("forgot %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIntercept_DeleteGroupsChecksManagedGroupsFirst(t *testing.T) {
+	g, _ := newGateway(&bytes.Buffer{})
+	d, err := g.Intercept(context.Background(), request(1, &kmsg.DeleteGroupsRequest{Groups: []string{"m1", "u1"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fwd := d.Forward.(*kmsg.DeleteGroupsRequest); !slices.Equal(fwd.Groups, []string{"u1"}) {
+		t.Errorf("forwarded %v", fwd.Groups)
+	}
+	merged := d.OnResponse(&kmsg.DeleteGroupsResponse{Groups: []kmsg.DeleteGroupsResponseGroup{{Group: "u1"}}}).(*kmsg.DeleteGroupsResponse)
+	codes := map[string]int16{}
+	for _, grp := range merged.Groups {
+		codes[grp.Group] = grp.ErrorCode
+	}
+	if codes["m1"] != kerr.NonEmptyGroup.Code || codes["u1"] != 0 || len(codes) != 2 {
+		t.Errorf("merged %v", codes)
+	}
+}
+
+func TestFetchRack_FeedsTheCoordinatorsRackSource(t *testing.T) {
+	src := NewFetchRacks()
+	c := proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}
+	news := []bool{
+		src.Record(c, "app", "az-b"),
+		src.Record(c, "app", "az-b"),
+		src.Record(c, "other", ""),
+		src.Record(c, "app", "az-c"),
+	}
+	if !slices.Equal(news, []bool{true, false, false, true}) {
+		t.Errorf("Record reported news %v, want only a first and a changed rack", news)
+	}
+	if r, ok := src.FetchRack("app", "/10.1.2.3"); !ok || r != "az-c" {
+		t.Errorf("rack %q %v after a change, want az-c", r, ok)
+	}
+	src.Record(c, "app", "az-b")
+	if r, ok := src.FetchRack("app", "/10.1.2.3"); !ok || r != "az-b" {
+		t.Errorf("rack %q %v", r, ok)
+	}
+	if _, ok := src.FetchRack("other", "/10.1.2.3"); ok {
+		t.Error("an empty fetch rack was recorded")
+	}
+}
+
+// TestFetchRacks_ForgetsIdleClientsOnlyWhenLarge keeps a small book whole
+// however old it is, and drops from a large one only the clients neither
+// recorded nor looked up for fetchRacksIdle.
+func TestFetchRacks_ForgetsIdleClientsOnlyWhenLarge(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	src := NewFetchRacks()
+	src.now = func() time.Time { return now }
+	c := proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}
+	src.Record(c, "old", "az-a")
+	src.Record(c, "looked-up", "az-b")
+	now = now.Add(2 * fetchRacksIdle)
+	src.Record(c, "fresh", "az-b")
+	if _, ok := src.FetchRack("looked-up", "/10.1.2.3"); !ok {
+		t.Fatal("a small book forgot an idle client")
+	}
+	now = now.Add(fetchRacksIdle / 2)
+	for i := len(src.racks); i < fetchRacksPruneAt; i++ {
+		src.Record(c, fmt.Sprintf("filler-%d", i), "az-c")
+	}
+	src.Record(c, "newcomer", "az-d")
+	if _, ok := src.FetchRack("old", "/10.1.2.3"); ok {
+		t.Error("a full book kept a client neither recorded nor looked up for 2.5 idle periods")
+	}
+	for _, id := range []string{"looked-up", "fresh", "filler-5", "newcomer"} {
+		if _, ok := src.FetchRack(id, "/10.1.2.3"); !ok {
+			t.Errorf("a full book forgot %s, heard from within the idle period", id)
+		}
+	}
+}
+
+// lossyUpstream is fakeUpstream, except that it cannot find the
+// coordinator of a group whose id contains "lost".
+type lossyUpstream struct{}
+
+func (lossyUpstream) Forget(string) {}
+
+func (lossyUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[string]int32, error) {
+	var found []string
+	var lost error
+	for _, g := range groups {
+		if strings.Contains(g, "lost") {
+			lost = fmt.Errorf("FindCoordinator %s: connection refused", g)
+			continue
+		}
+		found = append(found, g)
+	}
+	nodes, _ := (&fakeUpstream{}).CoordinatorsOf(ctx, found)
+	return nodes, lost
+}
+
+// TestIntercept_FindCoordinatorOfManagedGroupsIsAnsweredLocally checks the
+// local answer to FindCoordinator: managed groups get the node the upstream
+// names (the one ListGroups lists them on), unmanaged groups and
+// transaction coordinators are looked up upstream, a batch naming both is
+// split and merged, and a managed group whose coordinator is unknown gets
+// the retriable COORDINATOR_NOT_AVAILABLE.
+func TestIntercept_FindCoordinatorOfManagedGroupsIsAnsweredLocally(t *testing.T) {
+	g := New(Options{
+		Manages:     func(id string) bool { return strings.HasPrefix(id, "m") },
+		Coordinator: &fakeCoordinator{},
+		Upstream:    lossyUpstream{},
+	})
+	if !g.Intercepts(int16(kmsg.FindCoordinator)) {
+		t.Fatal("FindCoordinator is not intercepted")
+	}
+	single := func(version int16, key string, typ int8) *kmsg.FindCoordinatorRequest {
+		r := kmsg.NewPtrFindCoordinatorRequest()
+		r.Version, r.CoordinatorKey, r.CoordinatorType = version, key, typ
+		return r
+	}
+	batch := func(keys ...string) *kmsg.FindCoordinatorRequest {
+		r := kmsg.NewPtrFindCoordinatorRequest()
+		r.Version, r.CoordinatorKeys = 4, keys
+		return r
+	}
+	type entry struct {
+		node int32
+		code int16
+	}
+	for _, tt := range []struct {
+		name      string
+		req       *kmsg.FindCoordinatorRequest
+		local     map[string]entry // the answers made here, by key
+		forwarded []string         // keys sent upstream; nil: the request as it came
+		passes    bool             // forwarded untouched
+	}{
+		{name: "v3 managed", req: single(3, "m1", 0), local: map[string]entry{"m1": {1, 0}}},
+		{name: "v0 managed", req: single(0, "m2", 0), local: map[string]entry{"m2": {2, 0}}},
+		{name: "v3 unmanaged", req: single(3, "other", 0), passes: true},
+		{name: "v3 transactional id", req: single(3, "m1", 1), passes: true},
+		{name: "v3 managed, coordinator unknown", req: single(3, "m-lost", 0), local: map[string]entry{"m-lost": {-1, kerr.CoordinatorNotAvailable.Code}}},
+		{name: "v4 all managed", req: batch("m1", "m2", "m-lost"), local: map[string]entry{"m1": {1, 0}, "m2": {2, 0}, "m-lost": {-1, kerr.CoordinatorNotAvailable.Code}}},
+		{name: "v4 none managed", req: batch("a", "b"), passes: true},
+		{name: "v4 mixed", req: batch("a", "m1", "b"), local: map[string]entry{"m1": {1, 0}}, forwarded: []string{"a", "b"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := g.Intercept(context.Background(), request(1, tt.req))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.passes {
+				if d.Respond != nil || d.Forward != nil || d.OnResponse != nil {
+					t.Fatalf("decision %+v; want the request forwarded untouched", d)
+				}
+				return
+			}
+			var resp *kmsg.FindCoordinatorResponse
+			switch {
+			case tt.forwarded == nil:
+				if d.Forward != nil || d.Respond == nil {
+					t.Fatalf("decision %+v; want a local answer", d)
+				}
+				resp = d.Respond.(*kmsg.FindCoordinatorResponse)
+			default:
+				fwd, ok := d.Forward.(*kmsg.FindCoordinatorRequest)
+				if !ok || d.OnResponse == nil || !slices.Equal(fwd.CoordinatorKeys, tt.forwarded) {
+					t.Fatalf("decision %+v; want keys %v forwarded and the answers merged", d, tt.forwarded)
+				}
+				up := fwd.ResponseKind().(*kmsg.FindCoordinatorResponse)
+				for _, k := range fwd.CoordinatorKeys {
+					c := kmsg.NewFindCoordinatorResponseCoordinator()
+					c.Key, c.NodeID = k, 7
+					up.Coordinators = append(up.Coordinators, c)
+				}
+				resp = d.OnResponse(up).(*kmsg.FindCoordinatorResponse)
+				for _, k := range tt.forwarded {
+					if !slices.ContainsFunc(resp.Coordinators, func(c kmsg.FindCoordinatorResponseCoordinator) bool { return c.Key == k && c.NodeID == 7 }) {
+						t.Errorf("the upstream's answer for %s is missing from %+v", k, resp.Coordinators)
+					}
+				}
+			}
+			got := map[string]entry{}
+			if tt.req.Version < 4 {
+				got[tt.req.CoordinatorKey] = entry{resp.NodeID, resp.ErrorCode}
+				if resp.ErrorCode != 0 && (resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "connection refused")) {
+					t.Errorf("error answer's message %v does not say why", resp.ErrorMessage)
+				}
+			} else {
+				for _, c := range resp.Coordinators {
+					if !slices.Contains(tt.forwarded, c.Key) {
+						got[c.Key] = entry{c.NodeID, c.ErrorCode}
+					}
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.local) {
+				t.Errorf("local answers %v, want %v", got, tt.local)
+			}
+		})
+	}
+}

@@ -1,0 +1,221 @@
+package scaffold
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite _sdk/ from ../../sdk (go generate does this)")
+
+// sdkRoot is the repository's sdk/ directory, seen from this package.
+const sdkRoot = "../../sdk"
+
+// sdkSources says which files of each SDK a project needs: everything a
+// build compiles, and nothing of the SDK's tests, kit or build output.
+// keep reports whether a path (slash-separated, relative to the SDK) is one.
+func sdkSources() []sdkSource {
+	return []sdkSource{
+		{"go", func(rel string) bool {
+			dir, base := path.Split(rel)
+			return rel == "go.mod" ||
+				(dir == "abi/" || dir == "guest/") && strings.HasSuffix(base, ".go") && !strings.HasSuffix(base, "_test.go")
+		}},
+		{"rust", func(rel string) bool {
+			return rel == "Cargo.toml" || path.Dir(rel) == "src" && strings.HasSuffix(rel, ".rs")
+		}},
+		{"c", func(rel string) bool { return rel == "wasmassign.h" || rel == "wasmassign.c" }},
+		{"assemblyscript", func(rel string) bool {
+			return rel == "package.json" || rel == "index.ts" || rel == "exports.ts" ||
+				path.Dir(rel) == "assembly" && strings.HasSuffix(rel, ".ts")
+		}},
+	}
+}
+
+// sdkSource is one SDK's language and its file selection.
+type sdkSource struct {
+	lang string
+	keep func(rel string) bool
+}
+
+// wantCopy is what _sdk/LANG should hold, by path relative to it.
+func wantCopy(t *testing.T, lang string, keep func(string) bool) map[string][]byte {
+	t.Helper()
+	root := filepath.Join(sdkRoot, lang)
+	want := make(map[string][]byte)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if d.Name() == "node_modules" || d.Name() == "target" {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !keep(rel) {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if path.Base(rel) == "go.mod" {
+			rel += ".embed"
+		}
+		want[rel] = data
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// readTree reads every file under dir, by slash path relative to it.
+func readTree(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	got := make(map[string][]byte)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		got[filepath.ToSlash(rel)] = data
+		return nil
+	})
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// The copies under _sdk/ are what new projects get; they must be the SDKs as
+// they are in sdk/, file for file. Run `go generate ./internal/scaffold`
+// after changing an SDK.
+func TestSDKCopiesAreCurrent(t *testing.T) {
+	for _, src := range sdkSources() {
+		t.Run(src.lang, func(t *testing.T) {
+			want := wantCopy(t, src.lang, src.keep)
+			if len(want) == 0 {
+				t.Fatalf("no files of %s/%s selected", sdkRoot, src.lang)
+			}
+			dst := filepath.Join("_sdk", src.lang)
+			if *update {
+				if err := os.RemoveAll(dst); err != nil {
+					t.Fatal(err)
+				}
+				for rel, data := range want {
+					p := filepath.Join(dst, filepath.FromSlash(rel))
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(p, data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			got := readTree(t, dst)
+			for _, rel := range sortedKeys(want) {
+				g, ok := got[rel]
+				switch {
+				case !ok:
+					t.Errorf("_sdk/%s/%s is missing: run go generate ./internal/scaffold", src.lang, rel)
+				case !bytes.Equal(g, want[rel]):
+					t.Errorf("_sdk/%s/%s differs from sdk/%s: run go generate ./internal/scaffold", src.lang, rel, src.lang)
+				}
+			}
+			for _, rel := range sortedKeys(got) {
+				if _, ok := want[rel]; !ok {
+					t.Errorf("_sdk/%s/%s is not in sdk/%s any more: run go generate ./internal/scaffold", src.lang, rel, src.lang)
+				}
+			}
+		})
+	}
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Every language's project comes out whole: no placeholder is left in any
+// file, the assignor's name is registered in the source, the Makefile builds
+// NAME.wasm, and the SDK copy sits in wasmassign/ byte for byte.
+func TestWrite_FillsEveryPlaceholderAndCopiesTheSDK(t *testing.T) {
+	placeholder := regexp.MustCompile(`@[A-Z]+@`)
+	sources := map[string]string{"go": "main.go", "rust": "src/lib.rs", "c": "plugin.c", "assemblyscript": "assembly/index.ts"}
+	for _, lang := range Langs() {
+		t.Run(lang, func(t *testing.T) {
+			dir := t.TempDir()
+			const name = "9lives.demo_x"
+			written, err := Write(dir, lang, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := readTree(t, dir)
+			if len(got) != len(written) {
+				t.Errorf("Write reports %d files, the directory holds %d", len(written), len(got))
+			}
+			for rel, data := range got {
+				if m := placeholder.Find(data); m != nil && !strings.HasPrefix(rel, sdkDir+"/") {
+					t.Errorf("%s still holds the placeholder %s", rel, m)
+				}
+			}
+			if src := got[sources[lang]]; !bytes.Contains(src, []byte(`"`+name+`"`)) {
+				t.Errorf("%s does not name the assignor %q", sources[lang], name)
+			}
+			if mk := got["Makefile"]; !regexp.MustCompile(`(?m)^NAME\s*:= ` + regexp.QuoteMeta(name) + `$`).Match(mk) {
+				t.Errorf("the Makefile does not set NAME to %s:\n%s", name, mk)
+			}
+			// The copy against _sdk/, not sdk/: whether _sdk/ is current is
+			// TestSDKCopiesAreCurrent's business.
+			for rel, data := range readTree(t, filepath.Join("_sdk", lang)) {
+				rel = strings.TrimSuffix(rel, ".embed")
+				if !bytes.Equal(got[sdkDir+"/"+rel], data) {
+					t.Errorf("%s/%s is not _sdk/%s/%s", sdkDir, rel, lang, rel)
+				}
+			}
+		})
+	}
+}
+
+func TestWrite_RejectsAnUnknownLanguage(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Write(dir, "cobol", "x")
+	if !errors.Is(err, ErrUnknownLang) {
+		t.Fatalf("err = %v, want ErrUnknownLang", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("Write wrote %d entries for an unknown language", len(entries))
+	}
+}
+
+// Cargo takes only letters, digits, '-' and '_' in a package name, and no
+// leading digit; every assignor name new accepts must become such a name.
+func TestCrateName_IsAValidCargoPackageName(t *testing.T) {
+	valid := regexp.MustCompile(`^[a-z_-][a-z0-9_-]*$`)
+	for _, name := range []string{"a", "my.assignor", "1st", "9.9", "x_y-z", "a..b"} {
+		if c := crateName(name); !valid.MatchString(c) {
+			t.Errorf("crateName(%q) = %q, not a Cargo package name", name, c)
+		}
+	}
+}
