@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 
 // adminSource answers the admin API from the running daemon.
 type adminSource struct {
-	d *daemon
+	d *Daemon
 
 	mu      sync.Mutex
 	digests map[string]string // of built-in plugins, by plugin name
