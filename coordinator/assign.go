@@ -80,9 +80,8 @@ func (c *Coordinator) assignorChain(g *group) []string {
 	}
 	if g.cfg.Assignor != "" {
 		add(g.cfg.Assignor)
-	} else if c.cfg.Assignors != nil {
-		name, _ := c.cfg.Assignors.ForProtocol(g.protocol)
-		add(name)
+	} else {
+		add(c.protocols[g.protocol])
 	}
 	add(g.cfg.Fallback)
 	add(LastResortAssignor)

@@ -36,22 +36,23 @@ const (
 	ServerLeaderID = "wasmassign.coordinator"
 )
 
-// Assignors tells the coordinator which protocol names a plugin serves. The
-// driver implements it over the runtime's registry; the coordinator never
-// imports the runtime.
-type Assignors interface {
-	// ForProtocol returns the name of the assignor that serves a client
-	// protocol name, and false when no plugin serves it.
-	ForProtocol(protocol string) (assignor string, ok bool)
-}
+// ServedProtocols maps each client protocol name that a loaded plugin serves
+// (a JoinGroup protocol such as "range" or "cooperative-sticky") to the
+// assignor that serves it. The driver builds it from the runtime's registry
+// and hands it in: first in Config, then with SetServedProtocols after every
+// change hot reload makes. The coordinator never imports the runtime and
+// never asks it anything, so a recorded run replays byte for byte.
+type ServedProtocols map[string]string
 
-// RackSource supplies racks the coordinator cannot learn from JoinGroup: the
-// rack a client sent in its Fetch requests (KIP-392 RackID). The gateway
-// implements it; it must answer from memory, without blocking.
-type RackSource interface {
-	// FetchRack returns the rack last seen in a Fetch request from this client
-	// id and host, and false when none is known.
-	FetchRack(clientID, clientHost string) (rack string, ok bool)
+// FetchRack is one sighting of a client's KIP-392 RackID, which clients send
+// only in Fetch requests: the proxy sees it, the driver keeps the book of
+// them, and the coordinator learns each new one as an event (FetchRacksSeen)
+// and the one known for a request's client with the request (Client).
+type FetchRack struct {
+	// ClientID and Host identify the client as in Client.
+	ClientID, Host string
+	// Rack is the RackID the client sent.
+	Rack string
 }
 
 // RackRule maps clients to a rack by host address or by client id. Exactly
@@ -112,11 +113,10 @@ type Config struct {
 	// whose Match accepts the group id gives its configuration. The gateway
 	// builds them from its [[groups]] globs.
 	Rules []GroupRule
-	// Assignors says which protocol names plugins serve. Nil means none:
-	// every group then runs classic leader-side assignment.
-	Assignors Assignors
-	// Racks supplies KIP-392 fetch racks. Nil means none.
-	Racks RackSource
+	// Served says which protocol names plugins serve at start; later
+	// changes arrive with SetServedProtocols. Nil means none: every group
+	// then runs classic leader-side assignment.
+	Served ServedProtocols
 	// NewMemberJoinTimeout defaults to DefaultNewMemberJoinTimeout.
 	NewMemberJoinTimeout time.Duration
 	// MaxProtocolMetadataBytes defaults to DefaultMaxProtocolMetadataBytes.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -83,7 +84,10 @@ type Output struct {
 type Coordinator struct {
 	cfg    Config
 	groups map[string]*group
-	meta   *Metadata
+	// protocols is the latest set of protocols plugins serve (Config.Served,
+	// then SetServedProtocols).
+	protocols ServedProtocols
+	meta      *Metadata
 	// place caches the ABI form of meta's placement; nil after a change.
 	place *placement
 
@@ -118,12 +122,13 @@ func New(cfg Config, idSeed uint64) (*Coordinator, error) {
 		return nil, err
 	}
 	return &Coordinator{
-		cfg:     cfg,
-		groups:  make(map[string]*group),
-		idSeed:  idSeed,
-		jobs:    make(map[uint64]*jobState),
-		covered: make(map[string]bool),
-		touched: make(map[*group]bool),
+		cfg:       cfg,
+		groups:    make(map[string]*group),
+		protocols: maps.Clone(cfg.Served),
+		idSeed:    idSeed,
+		jobs:      make(map[uint64]*jobState),
+		covered:   make(map[string]bool),
+		touched:   make(map[*group]bool),
 	}, nil
 }
 
@@ -162,6 +167,10 @@ type Client struct {
 	ID string
 	// Host is the client's address, in Kafka's form "/10.0.0.1".
 	Host string
+	// FetchRack is the KIP-392 rack this client (ID and Host) last sent
+	// in a Fetch request, as the driver's book knows it; empty when none
+	// is known.
+	FetchRack string
 }
 
 // Handle processes one request at time now. Requests of other kinds are

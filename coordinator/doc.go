@@ -6,15 +6,20 @@
 // and ClassicGroup (group-coordinator module) are the behavioural reference.
 //
 // It is a deterministic state machine: no goroutines, sockets, wall clock or
-// randomness. Decoded kmsg requests and the current time go in; replies and
-// effects come out. It must never import the runtime (plugins are reached
-// through Job values and the Assignors interface), the proxy, wazero or
-// anything that does I/O. It imports kmsg/kerr, the abi model and handover.
+// randomness, and it never asks anything of the world outside it. Everything
+// it knows arrives as an input: decoded kmsg requests with their client
+// (including the KIP-392 rack the driver knows for it), the current time,
+// plugin results, cluster metadata, sightings of Fetch racks, and the set of
+// protocols plugins serve. Replies and effects come out. So a recorded run
+// replays byte for byte. It must never import the runtime (plugins are
+// reached through Job values), the proxy, wazero or anything that does
+// I/O. It imports kmsg/kerr, the abi model and handover.
 //
 // # Server-side assignment
 //
 // When the group's protocol type is "consumer" and some plugin serves the
-// chosen protocol name (Config.Assignors), the coordinator assigns: every
+// chosen protocol name (Config.Served, then SetServedProtocols), the
+// coordinator assigns: every
 // JoinGroup answer names ServerLeaderID as the leader, an id no member has,
 // so every member sends an empty SyncGroup. At the end of the join phase the
 // coordinator issues a Job; when AssignmentDone brings the plugin's answer,
@@ -57,8 +62,10 @@
 //     Calling Tick early or late is harmless (late only delays timeouts).
 //  6. Metadata: call SetMetadata whenever cluster metadata changes, covering
 //     at least SubscribedTopics(); the coordinator answers with a rebalance
-//     where a subscription is affected. Call RefreshRacks when the
-//     RackSource learns a client's Fetch rack.
+//     where a subscription is affected. Call FetchRacksSeen with each
+//     client's Fetch rack the driver had not seen, and pass the rack known
+//     for a JoinGroup's client in Client.FetchRack. Call SetServedProtocols
+//     after every change to the plugins loaded.
 //  7. Output.Events: count them, log them; nothing depends on them.
 //  8. Persistence: Export at shutdown (or periodically) and Restore at start.
 //

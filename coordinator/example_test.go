@@ -10,14 +10,10 @@ import (
 	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
 )
 
-type servesRange struct{}
-
-func (servesRange) ForProtocol(p string) (string, bool) { return "range", p == "range" }
-
 // A driver with a fake clock: one consumer joins, the coordinator assigns
 // with a (native) range plugin, and SyncGroup carries the assignment.
 func Example() {
-	c, err := coordinator.New(coordinator.Config{Assignors: servesRange{}}, 1)
+	c, err := coordinator.New(coordinator.Config{Served: coordinator.ServedProtocols{"range": "range"}}, 1)
 	if err != nil {
 		panic(err)
 	}

@@ -71,6 +71,10 @@ type member struct {
 	// subs holds the decoded subscription of each protocol a plugin serves.
 	subs map[string]*kmsg.ConsumerMemberMetadata
 	rack string
+	// fetchRack is the KIP-392 rack its client last sent in a Fetch
+	// request, as far as the coordinator has been told (Client.FetchRack,
+	// FetchRacksSeen).
+	fetchRack string
 
 	joinWait *waiter
 	syncWait *waiter

@@ -14,17 +14,10 @@ import (
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
-// fakeAssignors serves the built-in protocol names, as the runtime's registry
+// builtinNames serves the built-in protocol names, as the runtime's registry
 // does with the built-in plugins.
-type fakeAssignors map[string]string
-
-func (f fakeAssignors) ForProtocol(p string) (string, bool) {
-	a, ok := f[p]
-	return a, ok
-}
-
-func builtinNames() fakeAssignors {
-	return fakeAssignors{
+func builtinNames() ServedProtocols {
+	return ServedProtocols{
 		"range":              "range",
 		"roundrobin":         "roundrobin",
 		"RoundRobinAssigner": "roundrobin",
@@ -69,8 +62,8 @@ type harness struct {
 
 func newHarness(t testing.TB, cfg Config) *harness {
 	t.Helper()
-	if cfg.Assignors == nil {
-		cfg.Assignors = builtinNames()
+	if cfg.Served == nil {
+		cfg.Served = builtinNames()
 	}
 	c, err := New(cfg, 42)
 	if err != nil {

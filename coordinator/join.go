@@ -110,10 +110,10 @@ func (c *Coordinator) checkProtocols(g *group, r *kmsg.JoinGroupRequest) int16 {
 
 // served reports whether server-side assignment applies to a protocol.
 func (c *Coordinator) served(protocolType, name string) bool {
-	if protocolType != "consumer" || c.cfg.Assignors == nil {
+	if protocolType != "consumer" {
 		return false
 	}
-	_, ok := c.cfg.Assignors.ForProtocol(name)
+	_, ok := c.protocols[name]
 	return ok
 }
 
@@ -223,7 +223,7 @@ func (c *Coordinator) joinExistingMember(g *group, r *kmsg.JoinGroupRequest, ins
 // newMember builds a member from a JoinGroup.
 func (c *Coordinator) newMember(g *group, r *kmsg.JoinGroupRequest, id, instance string) *member {
 	m := &member{id: id, instanceID: instance, heldGen: -1}
-	m.clientID, m.host = c.client.ID, c.client.Host
+	m.clientID, m.host, m.fetchRack = c.client.ID, c.client.Host, c.client.FetchRack
 	c.setProtocols(g, m, r)
 	return m
 }
@@ -245,6 +245,11 @@ func (c *Coordinator) setProtocols(g *group, m *member, r *kmsg.JoinGroupRequest
 				c.needMetadata(s.Topics)
 			}
 		}
+	}
+	// A rejoin from the member's own client brings the driver's latest
+	// sighting of its Fetch rack, if it has one.
+	if c.client.FetchRack != "" && c.client.ID == m.clientID && c.client.Host == m.host {
+		m.fetchRack = c.client.FetchRack
 	}
 	m.rack = c.resolveRack(g, m)
 }
@@ -305,7 +310,7 @@ func (c *Coordinator) replaceStaticMember(g *group, r *kmsg.JoinGroupRequest, ol
 	delete(g.pendingSync, oldID)
 	m := old
 	m.id = newID
-	m.clientID, m.host = c.client.ID, c.client.Host
+	m.clientID, m.host, m.fetchRack = c.client.ID, c.client.Host, c.client.FetchRack
 	g.members[newID] = m
 	g.static[m.instanceID] = newID
 	if pendingSync {

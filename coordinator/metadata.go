@@ -3,6 +3,7 @@ package coordinator
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"maps"
 	"sort"
 	"time"
 )
@@ -108,25 +109,55 @@ func (c *Coordinator) PauseSessions(now time.Time, paused bool) Output {
 	return c.finish()
 }
 
-// RefreshRacks resolves every member's rack again. The driver calls it when
-// its RackSource learns something new: clients send their KIP-392 RackID
-// only in Fetch requests, so often after their first assignment. A
-// server-side group in which a member's rack changed rebalances.
-func (c *Coordinator) RefreshRacks(now time.Time) Output {
+// FetchRacksSeen tells the coordinator of clients' KIP-392 racks it may
+// not know yet: clients send their RackID only in Fetch requests, so often
+// after their first assignment. Each member whose client (id and host)
+// matches a sighting takes its rack as its fetch rack; a server-side group
+// in which a member's resolved rack changed rebalances.
+func (c *Coordinator) FetchRacksSeen(now time.Time, seen []FetchRack) Output {
 	c.begin(now)
-	for _, id := range c.sortedGroupIDs() {
-		g := c.groups[id]
-		c.touch(g)
-		changed := false
-		for _, m := range g.sortedMembers() {
-			if r := c.resolveRack(g, m); r != m.rack {
-				m.rack, changed = r, true
-			}
-		}
-		if changed && g.serverSide && (g.state == Stable || g.state == CompletingRebalance) {
-			c.prepareRebalance(g, "a member's rack changed")
+	if len(seen) == 0 {
+		return c.finish()
+	}
+	type client struct{ id, host string }
+	racks := make(map[client]string, len(seen))
+	for _, s := range seen {
+		if s.Rack != "" {
+			racks[client{s.ClientID, s.Host}] = s.Rack // the latest wins
 		}
 	}
+	for _, id := range c.sortedGroupIDs() {
+		g := c.groups[id]
+		changed := false
+		for _, m := range g.sortedMembers() {
+			r, ok := racks[client{m.clientID, m.host}]
+			if !ok {
+				continue
+			}
+			m.fetchRack = r
+			if resolved := c.resolveRack(g, m); resolved != m.rack {
+				m.rack, changed = resolved, true
+			}
+		}
+		if changed {
+			c.touch(g)
+			if g.serverSide && (g.state == Stable || g.state == CompletingRebalance) {
+				c.prepareRebalance(g, "a member's rack changed")
+			}
+		}
+	}
+	return c.finish()
+}
+
+// SetServedProtocols replaces the set of protocols plugins serve, after hot
+// reload changed the registry. It changes how later JoinGroups are treated
+// (server-side or leader-side assignment, which assignor a protocol name
+// runs); a group assigned already keeps its assignment until it next
+// rebalances, which the driver asks for separately where the operator
+// configured it.
+func (c *Coordinator) SetServedProtocols(now time.Time, served ServedProtocols) Output {
+	c.begin(now)
+	c.protocols = maps.Clone(served)
 	return c.finish()
 }
 
@@ -250,10 +281,8 @@ func (c *Coordinator) resolveRack(g *group, m *member) string {
 			return *r
 		}
 	}
-	if c.cfg.Racks != nil {
-		if r, ok := c.cfg.Racks.FetchRack(m.clientID, m.host); ok && r != "" {
-			return r
-		}
+	if m.fetchRack != "" {
+		return m.fetchRack
 	}
 	return g.cfg.ruleRack(m.clientID, m.host)
 }

@@ -59,13 +59,6 @@ func TestMetadata_ChangesUnderASubscriptionTriggerARebalance(t *testing.T) {
 	}
 }
 
-type fetchRacks map[string]string
-
-func (f fetchRacks) FetchRack(clientID, host string) (string, bool) {
-	r, ok := f[clientID]
-	return r, ok
-}
-
 func TestRack_ResolutionOrder(t *testing.T) {
 	rules := []RackRule{{ClientID: "^web-", Rack: "rule-id"}, {CIDR: "10.2.0.0/16", Rack: "rule-cidr"}, {CIDR: "10.0.0.0/8", Rack: "rule-wide"}}
 	tests := []struct {
@@ -73,26 +66,24 @@ func TestRack_ResolutionOrder(t *testing.T) {
 		subRack  string
 		clientID string
 		host     string
-		fetch    fetchRacks
+		fetch    string
 		want     string
 	}{
-		{"subscription rack wins", "sub", "web-1", "/10.2.0.1", fetchRacks{"web-1": "fetch"}, "sub"},
-		{"then the fetch rack", "", "web-1", "/10.2.0.1", fetchRacks{"web-1": "fetch"}, "fetch"},
-		{"then the first matching rule: client id", "", "web-1", "/10.2.0.1", nil, "rule-id"},
-		{"then the first matching rule: cidr", "", "batch-1", "/10.2.3.4", nil, "rule-cidr"},
-		{"rules are ordered", "", "batch-1", "/10.9.0.1", nil, "rule-wide"},
-		{"nothing matches", "", "batch-1", "/192.168.0.1", nil, ""},
+		{"subscription rack wins", "sub", "web-1", "/10.2.0.1", "fetch", "sub"},
+		{"then the fetch rack", "", "web-1", "/10.2.0.1", "fetch", "fetch"},
+		{"then the first matching rule: client id", "", "web-1", "/10.2.0.1", "", "rule-id"},
+		{"then the first matching rule: cidr", "", "batch-1", "/10.2.3.4", "", "rule-cidr"},
+		{"rules are ordered", "", "batch-1", "/10.9.0.1", "", "rule-wide"},
+		{"nothing matches", "", "batch-1", "/192.168.0.1", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Config{Default: GroupConfig{InitialRebalanceDelay: -1, RackRules: rules}}
-			if tt.fetch != nil {
-				cfg.Racks = tt.fetch
-			}
 			h := newHarness(t, cfg)
 			h.autoJobs = false
 			s := newSim(h, tt.clientID, "g", []string{"range"}, []string{"t"})
 			s.client.Host = tt.host
+			s.client.FetchRack = tt.fetch
 			s.rack = tt.subRack
 			s.join()
 			h.advance(0)
@@ -157,18 +148,26 @@ func TestAssignmentRequest_CarriesPreviousAssignmentAndMemberModes(t *testing.T)
 	}
 }
 
+// TestRack_FetchRackLearnedLaterRebalances: a sighting of a member's Fetch
+// rack that changes its resolved rack rebalances its server-side group; a
+// sighting of another client, or of the rack it has, changes nothing.
 func TestRack_FetchRackLearnedLaterRebalances(t *testing.T) {
-	racks := fetchRacks{}
-	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}, Racks: racks})
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
 	h.setMetadata(meta(map[string]int{"t": 4}))
 	a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
 	settle(h, a)
-	h.absorb(h.c.RefreshRacks(h.now))
-	if st := h.c.groups["g"].state; st != Stable {
-		t.Fatalf("nothing changed, yet %v", st)
+	for _, seen := range [][]FetchRack{
+		nil,
+		{{ClientID: "a", Host: "/10.9.9.9", Rack: "b"}}, // another host
+		{{ClientID: "other", Host: a.client.Host, Rack: "b"}},
+	} {
+		h.absorb(h.c.FetchRacksSeen(h.now, seen))
+		if st := h.c.groups["g"].state; st != Stable {
+			t.Fatalf("after %+v: state %v, want Stable", seen, st)
+		}
 	}
-	racks["a"] = "b" // a's first Fetch carried RackID "b"
-	h.absorb(h.c.RefreshRacks(h.now))
+	// a's first Fetch carried RackID "b".
+	h.absorb(h.c.FetchRacksSeen(h.now, []FetchRack{{ClientID: "a", Host: a.client.Host, Rack: "b"}}))
 	if st := h.c.groups["g"].state; st != PreparingRebalance {
 		t.Fatalf("state %v after a rack was learned", st)
 	}
@@ -177,6 +176,35 @@ func TestRack_FetchRackLearnedLaterRebalances(t *testing.T) {
 	settle(h, a)
 	if len(h.jobs) != 1 || h.jobs[0].Request.Members[0].Rack != "b" {
 		t.Fatalf("jobs %+v", h.jobs)
+	}
+	h.autoJobs = true
+	h.runJobs()
+	settle(h, a)
+	h.absorb(h.c.FetchRacksSeen(h.now, []FetchRack{{ClientID: "a", Host: a.client.Host, Rack: "b"}}))
+	if st := h.c.groups["g"].state; st != Stable {
+		t.Fatalf("the same rack again: state %v, want Stable", st)
+	}
+}
+
+// TestServedProtocols_ReloadEventDecidesLaterJoins: the set of served
+// protocols arrives as an event; a group formed after it sees the new set,
+// so a protocol no plugin serves any more falls back to leader-side
+// assignment and a newly served one is assigned server-side.
+func TestServedProtocols_ReloadEventDecidesLaterJoins(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	h.absorb(h.c.SetServedProtocols(h.now, ServedProtocols{"custom": "range"}))
+	a := newSim(h, "a", "served", []string{"custom"}, []string{"t"})
+	settle(h, a)
+	if g := h.c.groups["served"]; !g.serverSide {
+		t.Fatalf("group with a newly served protocol is not assigned server-side")
+	}
+	h.absorb(h.c.SetServedProtocols(h.now, ServedProtocols{}))
+	b := newSim(h, "b", "unserved", []string{"custom"}, []string{"t"})
+	b.join()
+	h.advance(0)
+	if g := h.c.groups["unserved"]; g == nil || g.serverSide {
+		t.Fatalf("group with a protocol no longer served is assigned server-side")
 	}
 }
 

@@ -418,6 +418,29 @@ func (r *Registry) Lookup(name string) (*Assignor, bool) {
 func (r *Registry) ForProtocol(protocol string) (*Assignor, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	return r.forProtocolLocked(protocol)
+}
+
+// ServedProtocols maps every protocol name some assignor serves to the name
+// of the assignor ForProtocol returns for it: the registry's current answer
+// to every ForProtocol question at once, as a value a caller can hand on
+// (the coordinator takes it as an input).
+func (r *Registry) ServedProtocols() map[string]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	served := make(map[string]string)
+	for _, a := range r.byName {
+		for _, p := range a.Info.Protocols {
+			if _, done := served[p]; !done {
+				best, _ := r.forProtocolLocked(p)
+				served[p] = best.Info.Name
+			}
+		}
+	}
+	return served
+}
+
+func (r *Registry) forProtocolLocked(protocol string) (*Assignor, bool) {
 	if a, ok := r.byName[protocol]; ok && serves(a.Info, protocol) {
 		return a, true
 	}

@@ -128,6 +128,23 @@ func TestRegistry_ForProtocolPrefersTheAssignorNamedLikeIt(t *testing.T) {
 		if _, ok := reg.ForProtocol("range"); ok {
 			t.Fatal("ForProtocol found an assignor for a protocol nobody serves")
 		}
+		// ServedProtocols is every ForProtocol answer at once: each
+		// protocol of each assignor, mapped to the assignor ForProtocol
+		// picks, and nothing else.
+		served := reg.ServedProtocols()
+		want := 0
+		for _, a := range reg.Assignors() {
+			for _, p := range a.Info.Protocols {
+				best, ok := reg.ForProtocol(p)
+				if !ok || served[p] != best.Info.Name {
+					t.Errorf("ServedProtocols()[%q] = %q, ForProtocol picks %v", p, served[p], best)
+				}
+				want++
+			}
+		}
+		if len(served) == 0 || len(served) > want {
+			t.Errorf("ServedProtocols() = %v: %d entries for %d protocol listings", served, len(served), want)
+		}
 	})
 }
 

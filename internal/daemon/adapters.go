@@ -38,16 +38,8 @@ func groupConfig(g *config.Group, racks []config.RackRule) coordinator.GroupConf
 	return gc
 }
 
-// pluginSet adapts the registry to the coordinator and its driver.
+// pluginSet runs the driver's assignment jobs on the registry's plugins.
 type pluginSet struct{ reg *wasmruntime.Registry }
-
-func (p pluginSet) ForProtocol(protocol string) (string, bool) {
-	a, ok := p.reg.ForProtocol(protocol)
-	if !ok {
-		return "", false
-	}
-	return a.Info.Name, true
-}
 
 func (p pluginSet) Assign(ctx context.Context, name string, req *abi.Request) (*abi.Response, error) {
 	a, ok := p.reg.Lookup(name)

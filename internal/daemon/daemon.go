@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +74,9 @@ type Daemon struct {
 	// proxy takes them.
 	prebound *preboundListeners
 	metrics  *metrics.Metrics
+	// started is set once the driver runs: reload events reach it only
+	// from then on.
+	started atomic.Bool
 }
 
 // Options are what Start needs beyond the configuration.
@@ -150,7 +154,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	if cfg.Plugins.Dir != "" {
 		d.reloader = pluginreload.New(pluginreload.Options{
 			Dir: cfg.Plugins.Dir, Host: d.host, Registry: d.registry,
-			InUse: d.assignorInUse, Reloaded: d.rebalanceOnReload,
+			InUse: d.assignorInUse, Changed: d.servedProtocolsChanged, Reloaded: d.rebalanceOnReload,
 			Metrics: m, Logger: log,
 		})
 		if err := d.reloader.LoadAll(ctx); err != nil {
@@ -169,8 +173,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	if err != nil {
 		return d, err
 	}
-	racks := gateway.NewFetchRacks()
-	ccfg := coordinator.Config{Assignors: plugins, Racks: racks, EmptyGroupRetention: cfg.Server.EmptyGroupRetention, MetadataWait: cfg.Upstream.MetadataWait}
+	ccfg := coordinator.Config{Served: d.registry.ServedProtocols(), EmptyGroupRetention: cfg.Server.EmptyGroupRetention, MetadataWait: cfg.Upstream.MetadataWait}
 	for i := range cfg.Groups {
 		g := &cfg.Groups[i]
 		ccfg.Rules = append(ccfg.Rules, coordinator.GroupRule{Match: g.Matches, Config: groupConfig(g, cfg.Racks)})
@@ -194,11 +197,12 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	}); err != nil {
 		return d, err
 	}
+	d.started.Store(true)
 	gw := gateway.New(gateway.Options{
-		Manages:     func(group string) bool { _, ok := cfg.GroupFor(group); return ok },
-		Coordinator: d.driver,
-		Upstream:    up,
-		Logger:      log,
+		Manages:  func(group string) bool { _, ok := cfg.GroupFor(group); return ok },
+		Driver:   d.driver,
+		Upstream: up,
+		Logger:   log,
 	})
 
 	popts.Client = d.client
@@ -206,14 +210,10 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	// Offer clients no version of a group API that the coordinator would
 	// refuse for a managed group.
 	popts.MaxVersions = coordinator.MaxVersion
-	popts.OnFetchRack = func(c proxy.ConnInfo, clientID, rack string) {
-		// Clients that send their rack only in Fetch requests (KIP-392)
-		// learn it after their first assignment: a new rack rebalances the
-		// member's group now, not at the next metadata refresh.
-		if racks.Record(c, clientID, rack) {
-			d.driver.RefreshRacks()
-		}
-	}
+	// Clients that send their rack only in Fetch requests (KIP-392) learn
+	// it after their first assignment: a new rack rebalances the member's
+	// group now, not at the next metadata refresh.
+	popts.OnFetchRack = gw.FetchRack
 	popts.OnRequest = func(key int16, local bool, d time.Duration) {
 		m.ProxiedRequest(kmsg.NameForKey(key), local, d)
 	}
@@ -343,6 +343,17 @@ func (d *Daemon) assignorInUse(name string) bool {
 		return false // start-up: no group has been assigned yet
 	}
 	return d.driver.AssignorInUse(name)
+}
+
+// servedProtocolsChanged hands the coordinator the protocols the registry
+// serves after a reload changed it.
+func (d *Daemon) servedProtocolsChanged() {
+	if !d.started.Load() {
+		return // start-up: Start passes the registry's set in the driver's config
+	}
+	if err := d.driver.SetServedProtocols(d.registry.ServedProtocols()); err != nil {
+		d.log.Debug("served protocols not handed to the coordinator", "err", err)
+	}
 }
 
 // rebalanceOnReload rebalances the groups configured with

@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -90,9 +89,13 @@ type Driver struct {
 	bg     sync.WaitGroup
 	ctx    context.Context
 	cancel context.CancelFunc
-	// rackRefresh is set while a RefreshRacks pass is queued, so that a
-	// burst of calls costs one pass.
-	rackRefresh atomic.Bool
+	// racks is the book of clients' Fetch racks (KIP-392).
+	racks *rackBook
+	// rackMu guards rackNews, the sightings not yet handed to the
+	// coordinator; a pass is queued while it is non-empty, so a burst of
+	// sightings costs one pass.
+	rackMu   sync.Mutex
+	rackNews []coordinator.FetchRack
 
 	// Owned by the loop goroutine.
 	upstreamDown bool
@@ -163,7 +166,7 @@ func Start(cfg Config) (*Driver, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Driver{
-		cfg: cfg, log: log, now: cfg.Now, coord: coord,
+		cfg: cfg, log: log, now: cfg.Now, coord: coord, racks: newRackBook(cfg.Now),
 		calls:  make(chan func()),
 		closed: make(chan struct{}),
 		done:   make(chan struct{}),
@@ -228,6 +231,11 @@ func (d *Driver) do(fn func()) error {
 func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg.Request) (kmsg.Response, error) {
 	ch := make(chan result, 1)
 	var id coordinator.RequestID
+	if req.Key() == kmsg.JoinGroup.Int16() {
+		// The rack its client sent in Fetch requests travels with the
+		// request: the coordinator learns it as an input, never by asking.
+		client.FetchRack, _ = d.racks.lookup(client.ID, client.Host)
+	}
 	err := d.do(func() {
 		d.nextID++
 		id = d.nextID
@@ -258,12 +266,6 @@ func (d *Driver) SetMetadata(md *coordinator.Metadata, asked []string) error {
 			md = &cp
 		}
 		d.apply(d.coord.SetMetadata(d.now(), md))
-		// The periodic metadata refresh doubles as the fallback for
-		// RefreshRacks: a rack the RackSource learnt without anyone calling
-		// it still reaches the groups within one refresh interval.
-		if d.cfg.Coordinator.Racks != nil {
-			d.apply(d.coord.RefreshRacks(d.now()))
-		}
 	})
 }
 
@@ -330,27 +332,43 @@ func (d *Driver) SetUpstreamReachable(reachable bool) {
 	})
 }
 
-// RefreshRacks has the coordinator resolve every member's rack again
-// (coordinator.Coordinator.RefreshRacks), and rebalance server-side groups
-// in which one changed. Call it when the RackSource learns a client's
-// rack from a Fetch request: clients that send their rack only there
-// (KIP-392) fetch only once they have partitions, so their groups' first
-// assignment is made without it (SetMetadata also refreshes, so without a
-// call the rack arrives with the next metadata refresh). It does not wait,
-// so it may be called from a request path; calls made while a pass is
-// queued are merged into it.
-func (d *Driver) RefreshRacks() {
-	if !d.rackRefresh.CompareAndSwap(false, true) {
+// RecordFetchRack notes the rack a client sent in a Fetch request (KIP-392
+// RackID). Clients that send their rack only there fetch only once they have
+// partitions, so their groups' first assignment is made without it: a rack
+// the book did not hold reaches the coordinator as an event
+// (coordinator.Coordinator.FetchRacksSeen), which rebalances server-side
+// groups in which a member's rack changed. It does not wait, so the proxy
+// calls it from its request path; sightings made while a pass is queued
+// join that pass.
+func (d *Driver) RecordFetchRack(clientID, host, rack string) {
+	if !d.racks.record(clientID, host, rack) {
+		return
+	}
+	d.rackMu.Lock()
+	queued := len(d.rackNews) > 0
+	d.rackNews = append(d.rackNews, coordinator.FetchRack{ClientID: clientID, Host: host, Rack: rack})
+	d.rackMu.Unlock()
+	if queued {
 		return
 	}
 	// Not counted in bg: it may start after Close, and do returns at once
-	// on a closed driver (the only error, and nothing is left to refresh).
+	// on a closed driver (the only error, and nothing is left to tell).
 	go func() {
 		_ = d.do(func() {
-			d.rackRefresh.Store(false)
-			d.apply(d.coord.RefreshRacks(d.now()))
+			d.rackMu.Lock()
+			news := d.rackNews
+			d.rackNews = nil
+			d.rackMu.Unlock()
+			d.apply(d.coord.FetchRacksSeen(d.now(), news))
 		})
 	}()
+}
+
+// SetServedProtocols hands the coordinator the protocols plugins serve now.
+// The daemon calls it after every change hot reload makes to the registry,
+// before it asks for the rebalances the reload calls for.
+func (d *Driver) SetServedProtocols(served coordinator.ServedProtocols) error {
+	return d.do(func() { d.apply(d.coord.SetServedProtocols(d.now(), served)) })
 }
 
 // SubscribedTopics returns the topics whose metadata the caller must keep

@@ -57,14 +57,6 @@ func (p plugins) Assign(ctx context.Context, name string, req *abi.Request) (*ab
 	return a.Assign(ctx, req)
 }
 
-func (p plugins) ForProtocol(protocol string) (string, bool) {
-	a, ok := p.reg.ForProtocol(protocol)
-	if !ok {
-		return "", false
-	}
-	return a.Info.Name, true
-}
-
 // acceptAll answers a forwarded commit with success on every partition; the
 // bridge lets kfake store the commit itself once fencing passed.
 type acceptAll struct{}
@@ -132,12 +124,6 @@ func start(t *testing.T, brokers int, partitions int32) *env {
 // as the daemon's metadata fetch does.
 func startWith(t *testing.T, brokers int, partitions int32, lazyMetadata bool) *env {
 	t.Helper()
-	return startWithRacks(t, brokers, partitions, lazyMetadata, nil)
-}
-
-// startWithRacks is startWith with racks as the coordinator's RackSource.
-func startWithRacks(t *testing.T, brokers int, partitions int32, lazyMetadata bool, racks coordinator.RackSource) *env {
-	t.Helper()
 	// Loading the plugins compiles them when the cache is cold, which can
 	// take seconds on a busy machine; the cluster's deadline starts after.
 	reg := registry(t)
@@ -160,9 +146,8 @@ func startWithRacks(t *testing.T, brokers int, partitions int32, lazyMetadata bo
 	d, err := driver.Start(driver.Config{
 		Coordinator: coordinator.Config{
 			Default:      coordinator.GroupConfig{InitialRebalanceDelay: -1, MinSessionTimeout: 100 * time.Millisecond},
-			Assignors:    p,
+			Served:       reg.ServedProtocols(),
 			MetadataWait: wait,
-			Racks:        racks,
 		},
 		Assigner:     p,
 		Upstream:     acceptAll{},
@@ -482,49 +467,34 @@ func TestDriver_NewGroupsFirstAssignmentWaitsForItsTopicsMetadata(t *testing.T) 
 	}
 }
 
-// fetchRacks is a RackSource whose answers the test sets, as the gateway's
-// book of Fetch racks learns them.
-type fetchRacks struct {
-	mu    sync.Mutex
-	racks map[[2]string]string
-}
-
-func (f *fetchRacks) FetchRack(clientID, host string) (string, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, ok := f.racks[[2]string{clientID, host}]
-	return r, ok
-}
-
-func (f *fetchRacks) set(clientID, host, rack string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.racks[[2]string{clientID, host}] = rack
-}
-
 func TestDriver_AFetchRackReachesAStableGroupWithOneRebalance(t *testing.T) {
+	// The handler presents every request as client "kgo" on /127.0.0.1.
 	tests := []struct {
 		name string
-		// learn tells the driver that the RackSource may know more.
-		learn func(e *env) error
+		// learn has the driver see the client's Fetch rack r1.
+		learn func(e *env)
 	}{
-		{name: "RefreshRacks, called in a burst", learn: func(e *env) error {
-			// As from many new connections: merged into few passes, of
-			// which only the first that sees the new rack rebalances.
-			for range 20 {
-				e.driver.RefreshRacks()
-			}
-			return nil
+		{name: "one sighting", learn: func(e *env) {
+			e.driver.RecordFetchRack("kgo", "/127.0.0.1", "r1")
 		}},
-		{name: "the next metadata refresh", learn: func(e *env) error {
-			return e.driver.SetMetadata(e.md, []string{topic})
+		{name: "a burst of sightings among others", learn: func(e *env) {
+			// As from many new connections at once: merged into few
+			// passes, of which only the first that sees the new rack
+			// rebalances; other clients' racks change nothing.
+			var wg sync.WaitGroup
+			for i := range 20 {
+				wg.Go(func() {
+					e.driver.RecordFetchRack(fmt.Sprintf("other-%d", i), "/127.0.0.1", "r0")
+					e.driver.RecordFetchRack("kgo", "/127.0.0.1", "r1")
+				})
+			}
+			wg.Wait()
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			const partitions = 4
-			src := &fetchRacks{racks: map[[2]string]string{}}
-			e := startWithRacks(t, 2, partitions, false, src)
+			e := start(t, 2, partitions)
 			ctx := waitCtx(t, 30*time.Second)
 			l := e.rig.Ledger()
 			if _, err := e.rig.Start("a", kfakegroup.ConsumerOptions{}); err != nil {
@@ -543,11 +513,7 @@ func TestDriver_AFetchRackReachesAStableGroupWithOneRebalance(t *testing.T) {
 				t.Fatalf("before any Fetch rack: stable %v, rack %q; want a stable member without a rack", ok, rack)
 			}
 
-			// The handler presents every request as client "kgo" on /127.0.0.1.
-			src.set("kgo", "/127.0.0.1", "r1")
-			if err := tt.learn(e); err != nil {
-				t.Fatal(err)
-			}
+			tt.learn(e)
 			err := kfakegroup.WaitFor(ctx, func() error {
 				gen, rack, ok := stable()
 				if !ok || gen <= before || rack != "r1" {
@@ -562,9 +528,7 @@ func TestDriver_AFetchRackReachesAStableGroupWithOneRebalance(t *testing.T) {
 			// Learning again with nothing new changes nothing. (A pass
 			// delayed past the pause would make this pass vacuously, never
 			// fail wrongly.)
-			if err := tt.learn(e); err != nil {
-				t.Fatal(err)
-			}
+			tt.learn(e)
 			time.Sleep(100 * time.Millisecond)
 			if gen, rack, ok := stable(); !ok || gen != before+1 || rack != "r1" {
 				t.Errorf("after the rack rebalance: stable %v, generation %d, rack %q; want generation %d, rack r1", ok, gen, rack, before+1)

@@ -43,7 +43,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1

@@ -15,8 +15,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,9 +22,16 @@ import (
 	"github.com/wasmassign/wasmassign/internal/proxy"
 )
 
-// Coordinator is what the gateway needs of the coordinator driver.
-type Coordinator interface {
+// Driver is what the gateway needs of the coordinator's driver
+// (internal/driver): it answers managed groups' requests and keeps the book
+// of the racks clients send in Fetch requests.
+type Driver interface {
+	// Handle passes one request of a managed group to the coordinator and
+	// waits for its response.
 	Handle(ctx context.Context, client coordinator.Client, req kmsg.Request) (kmsg.Response, error)
+	// RecordFetchRack notes the KIP-392 rack a client sent in a Fetch
+	// request. It must not block.
+	RecordFetchRack(clientID, host, rack string)
 }
 
 // Upstream answers which upstream brokers coordinate groups.
@@ -43,10 +48,10 @@ type Upstream interface {
 // Options configure a Gateway.
 type Options struct {
 	// Manages reports whether the gateway runs group's coordination.
-	Manages     func(group string) bool
-	Coordinator Coordinator
-	Upstream    Upstream
-	Logger      *slog.Logger
+	Manages  func(group string) bool
+	Driver   Driver
+	Upstream Upstream
+	Logger   *slog.Logger
 }
 
 // Gateway implements proxy.Interceptor.
@@ -123,7 +128,7 @@ func (g *Gateway) local(ctx context.Context, r proxy.Request, group string) (pro
 	if !g.opt.Manages(group) {
 		return proxy.Decision{}, nil
 	}
-	resp, err := g.opt.Coordinator.Handle(ctx, client(r), r.Req)
+	resp, err := g.opt.Driver.Handle(ctx, client(r), r.Req)
 	if err != nil {
 		return proxy.Decision{}, fmt.Errorf("group %s: %s: %w", group, kmsg.NameForKey(r.Req.Key()), err)
 	}
@@ -252,7 +257,7 @@ func splitGroups[Req kmsg.Request, Resp kmsg.Response](g *Gateway, ctx context.C
 	if len(managed) == 0 {
 		return proxy.Decision{}, nil
 	}
-	resp, err := g.opt.Coordinator.Handle(ctx, client(r), with(managed))
+	resp, err := g.opt.Driver.Handle(ctx, client(r), with(managed))
 	if err != nil {
 		return proxy.Decision{}, fmt.Errorf("%s: %w", kmsg.NameForKey(r.Req.Key()), err)
 	}
@@ -281,7 +286,7 @@ func splitGroups[Req kmsg.Request, Resp kmsg.Response](g *Gateway, ctx context.C
 // the upstream lists with members (or in a state other than Empty) means
 // split brain, clients bypassing the gateway, and is logged as an error.
 func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.ListGroupsRequest) (proxy.Decision, error) {
-	resp, err := g.opt.Coordinator.Handle(ctx, client(r), req)
+	resp, err := g.opt.Driver.Handle(ctx, client(r), req)
 	if err != nil {
 		return proxy.Decision{}, fmt.Errorf("ListGroups: %w", err)
 	}
@@ -446,78 +451,11 @@ func (g *Gateway) split(groups []string) (managed, others []string) {
 	return managed, others
 }
 
-// FetchRacks remembers the rack each client sent in its Fetch requests
-// (KIP-392 RackID), for clients whose subscriptions carry none (librdkafka,
-// kafkajs, older Java). The proxy records; the coordinator reads it as its
-// RackSource. It is safe for concurrent use.
-type FetchRacks struct {
-	mu     sync.Mutex
-	racks  map[rackKey]fetchRack
-	pruned time.Time // the last scan for idle clients
-	now    func() time.Time
-}
-
-type rackKey struct{ clientID, host string }
-
-// fetchRack is a recorded rack and when its client last sent it.
-type fetchRack struct {
-	rack string
-	seen time.Time
-}
-
-// Clients come and go (every restart of a pod is a new host), so the book
-// forgets: once it holds fetchRacksPruneAt clients, a Record of a new one
-// drops those not heard from for fetchRacksIdle, scanning at most once a
-// minute. A client is heard from when a connection of it sends its first
-// Fetch and when the coordinator looks its rack up (every rebalance of its
-// group), so a small book never forgets, and a large one forgets only
-// clients that neither reconnected nor rebalanced for a day. The proxy
-// records only authenticated clients when the upstream requires SASL.
-const (
-	fetchRacksPruneAt = 10000
-	fetchRacksIdle    = 24 * time.Hour
-)
-
-// NewFetchRacks returns an empty book.
-func NewFetchRacks() *FetchRacks {
-	return &FetchRacks{racks: make(map[rackKey]fetchRack), now: time.Now}
-}
-
-// Record notes the rack a client at c sent, and reports whether it is news:
-// a rack this client had not sent before. An empty rack is ignored.
-func (f *FetchRacks) Record(c proxy.ConnInfo, clientID, rack string) bool {
-	if rack == "" {
-		return false
-	}
-	k := rackKey{clientID, hostOf(c.Remote)}
-	now := f.now()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	old, ok := f.racks[k]
-	if !ok && len(f.racks) >= fetchRacksPruneAt && now.Sub(f.pruned) >= time.Minute {
-		f.pruned = now
-		for k, r := range f.racks {
-			if now.Sub(r.seen) >= fetchRacksIdle {
-				delete(f.racks, k)
-			}
-		}
-	}
-	f.racks[k] = fetchRack{rack: rack, seen: now}
-	return !ok || old.rack != rack
-}
-
-// FetchRack implements coordinator.RackSource.
-func (f *FetchRacks) FetchRack(clientID, host string) (string, bool) {
-	k := rackKey{clientID, host}
-	now := f.now()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, ok := f.racks[k]
-	if ok {
-		r.seen = now
-		f.racks[k] = r
-	}
-	return r.rack, ok
+// FetchRack hands the driver a rack a client at c sent in a Fetch request
+// (KIP-392 RackID), naming the client as the coordinator does. The proxy
+// calls it (proxy.Options.OnFetchRack).
+func (g *Gateway) FetchRack(c proxy.ConnInfo, clientID, rack string) {
+	g.opt.Driver.RecordFetchRack(clientID, hostOf(c.Remote), rack)
 }
 
 // hostOf is the Kafka form of a client address.

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,14 +17,19 @@ import (
 	"github.com/wasmassign/wasmassign/internal/proxy"
 )
 
-// fakeCoordinator answers like a coordinator that holds the managed groups
+// fakeDriver answers like a coordinator that holds the managed groups
 // "m1", "m2" and "m3", and records what it was asked.
-type fakeCoordinator struct {
+type fakeDriver struct {
 	asked   []kmsg.Request
 	clients []coordinator.Client
+	racks   []coordinator.FetchRack
 }
 
-func (f *fakeCoordinator) Handle(_ context.Context, c coordinator.Client, req kmsg.Request) (kmsg.Response, error) {
+func (f *fakeDriver) RecordFetchRack(clientID, host, rack string) {
+	f.racks = append(f.racks, coordinator.FetchRack{ClientID: clientID, Host: host, Rack: rack})
+}
+
+func (f *fakeDriver) Handle(_ context.Context, c coordinator.Client, req kmsg.Request) (kmsg.Response, error) {
 	f.asked = append(f.asked, req)
 	f.clients = append(f.clients, c)
 	switch r := req.(type) {
@@ -90,13 +94,13 @@ func (*fakeUpstream) CoordinatorsOf(_ context.Context, groups []string) (map[str
 	return nodes, nil
 }
 
-func newGateway(logs *bytes.Buffer) (*Gateway, *fakeCoordinator) {
-	fc := &fakeCoordinator{}
+func newGateway(logs *bytes.Buffer) (*Gateway, *fakeDriver) {
+	fc := &fakeDriver{}
 	g := New(Options{
-		Manages:     func(id string) bool { return strings.HasPrefix(id, "m") },
-		Coordinator: fc,
-		Upstream:    &fakeUpstream{},
-		Logger:      slog.New(slog.NewTextHandler(logs, nil)),
+		Manages:  func(id string) bool { return strings.HasPrefix(id, "m") },
+		Driver:   fc,
+		Upstream: &fakeUpstream{},
+		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	return g, fc
 }
@@ -320,57 +324,21 @@ func TestIntercept_DeleteGroupsChecksManagedGroupsFirst(t *testing.T) {
 	}
 }
 
-func TestFetchRack_FeedsTheCoordinatorsRackSource(t *testing.T) {
-	src := NewFetchRacks()
-	c := proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}
-	news := []bool{
-		src.Record(c, "app", "az-b"),
-		src.Record(c, "app", "az-b"),
-		src.Record(c, "other", ""),
-		src.Record(c, "app", "az-c"),
+// TestFetchRack_NamesTheClientAsTheCoordinatorDoes: a Fetch rack reaches the
+// driver under the client id and the Kafka form of the host, IPv4-mapped
+// addresses unmapped, as JoinGroup names the same client.
+func TestFetchRack_NamesTheClientAsTheCoordinatorDoes(t *testing.T) {
+	d := &fakeDriver{}
+	g := New(Options{Manages: func(string) bool { return true }, Driver: d, Upstream: &fakeUpstream{}})
+	g.FetchRack(proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}, "app", "az-b")
+	g.FetchRack(proxy.ConnInfo{Remote: netip.MustParseAddrPort("[::ffff:10.1.2.4]:4000")}, "app", "az-c")
+	want := []coordinator.FetchRack{{ClientID: "app", Host: "/10.1.2.3", Rack: "az-b"}, {ClientID: "app", Host: "/10.1.2.4", Rack: "az-c"}}
+	if !slices.Equal(d.racks, want) {
+		t.Errorf("driver got %+v, want %+v", d.racks, want)
 	}
-	if !slices.Equal(news, []bool{true, false, false, true}) {
-		t.Errorf("Record reported news %v, want only a first and a changed rack", news)
-	}
-	if r, ok := src.FetchRack("app", "/10.1.2.3"); !ok || r != "az-c" {
-		t.Errorf("rack %q %v after a change, want az-c", r, ok)
-	}
-	src.Record(c, "app", "az-b")
-	if r, ok := src.FetchRack("app", "/10.1.2.3"); !ok || r != "az-b" {
-		t.Errorf("rack %q %v", r, ok)
-	}
-	if _, ok := src.FetchRack("other", "/10.1.2.3"); ok {
-		t.Error("an empty fetch rack was recorded")
-	}
-}
-
-// TestFetchRacks_ForgetsIdleClientsOnlyWhenLarge keeps a small book whole
-// however old it is, and drops from a large one only the clients neither
-// recorded nor looked up for fetchRacksIdle.
-func TestFetchRacks_ForgetsIdleClientsOnlyWhenLarge(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	src := NewFetchRacks()
-	src.now = func() time.Time { return now }
-	c := proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}
-	src.Record(c, "old", "az-a")
-	src.Record(c, "looked-up", "az-b")
-	now = now.Add(2 * fetchRacksIdle)
-	src.Record(c, "fresh", "az-b")
-	if _, ok := src.FetchRack("looked-up", "/10.1.2.3"); !ok {
-		t.Fatal("a small book forgot an idle client")
-	}
-	now = now.Add(fetchRacksIdle / 2)
-	for i := len(src.racks); i < fetchRacksPruneAt; i++ {
-		src.Record(c, fmt.Sprintf("filler-%d", i), "az-c")
-	}
-	src.Record(c, "newcomer", "az-d")
-	if _, ok := src.FetchRack("old", "/10.1.2.3"); ok {
-		t.Error("a full book kept a client neither recorded nor looked up for 2.5 idle periods")
-	}
-	for _, id := range []string{"looked-up", "fresh", "filler-5", "newcomer"} {
-		if _, ok := src.FetchRack(id, "/10.1.2.3"); !ok {
-			t.Errorf("a full book forgot %s, heard from within the idle period", id)
-		}
+	g.Intercept(context.Background(), proxy.Request{Conn: proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}, ClientID: kmsg.StringPtr("app"), Req: kmsg.NewPtrHeartbeatRequest()})
+	if len(d.clients) != 1 || d.clients[0].Host != want[0].Host || d.clients[0].ID != want[0].ClientID {
+		t.Errorf("a request from the same client reached the driver as %+v", d.clients)
 	}
 }
 
@@ -402,9 +370,9 @@ func (lossyUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[s
 // the retriable COORDINATOR_NOT_AVAILABLE.
 func TestIntercept_FindCoordinatorOfManagedGroupsIsAnsweredLocally(t *testing.T) {
 	g := New(Options{
-		Manages:     func(id string) bool { return strings.HasPrefix(id, "m") },
-		Coordinator: &fakeCoordinator{},
-		Upstream:    lossyUpstream{},
+		Manages:  func(id string) bool { return strings.HasPrefix(id, "m") },
+		Driver:   &fakeDriver{},
+		Upstream: lossyUpstream{},
 	})
 	if !g.Intercepts(int16(kmsg.FindCoordinator)) {
 		t.Fatal("FindCoordinator is not intercepted")

@@ -61,6 +61,10 @@ type Options struct {
 	// assignor: such an assignor is never taken away. Nil means none is.
 	// The manager calls it with no lock held.
 	InUse func(assignor string) bool
+	// Changed is called after every change to the registry's assignors (a
+	// version took over, or a removed file's assignors went), before
+	// Reloaded; nil for none. It runs on the manager's goroutine.
+	Changed func()
 	// Reloaded is called after a new version of a file took over, with the
 	// assignor names it serves; nil for none. It runs on the manager's
 	// goroutine.
@@ -210,6 +214,7 @@ func (m *Manager) install(ctx context.Context, path string, data []byte, sum str
 	m.files[path] = &File{Path: path, Status: StatusOK, Serving: p, SHA256: sum}
 	m.pruneLocked()
 	m.mu.Unlock()
+	m.changed()
 	if notify && m.opt.Reloaded != nil {
 		var names []string
 		for _, a := range p.Info().Assignors {
@@ -218,6 +223,12 @@ func (m *Manager) install(ctx context.Context, path string, data []byte, sum str
 		m.opt.Reloaded(names)
 	}
 	return nil
+}
+
+func (m *Manager) changed() {
+	if m.opt.Changed != nil {
+		m.opt.Changed()
+	}
 }
 
 // fail records a version of a file that could not replace the one serving.
@@ -244,6 +255,7 @@ func (m *Manager) fail(path, sum string, err error) {
 
 func (m *Manager) remove(ctx context.Context, path string) {
 	kept := m.opt.Registry.Remove(ctx, path, m.inUse())
+	m.changed()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(kept) == 0 {

@@ -66,6 +66,10 @@ type rig struct {
 	// used is the set of assignors groups use.
 	used     map[string]bool
 	reloaded [][]string
+	// served is the registry's ServedProtocols at each Changed call;
+	// calls lists "changed" and "reloaded" in the order they came.
+	served []map[string]string
+	calls  []string
 }
 
 func newRig(t *testing.T, files map[string][]byte) *rig {
@@ -85,9 +89,16 @@ func newRig(t *testing.T, files map[string][]byte) *rig {
 	}
 	r.m = New(Options{
 		Dir: r.dir, Host: h, Registry: r.reg, Metrics: r.rec,
-		InUse:    func(n string) bool { return r.used[n] },
-		Reloaded: func(names []string) { r.reloaded = append(r.reloaded, names) },
-		Watch:    plugindir.Options{Interval: 50 * time.Millisecond},
+		InUse: func(n string) bool { return r.used[n] },
+		Reloaded: func(names []string) {
+			r.reloaded = append(r.reloaded, names)
+			r.calls = append(r.calls, "reloaded")
+		},
+		Changed: func() {
+			r.served = append(r.served, r.reg.ServedProtocols())
+			r.calls = append(r.calls, "changed")
+		},
+		Watch: plugindir.Options{Interval: 50 * time.Millisecond},
 	})
 	if err := r.m.LoadAll(ctx); err != nil {
 		t.Fatal(err)
@@ -229,6 +240,36 @@ func TestManager_RemovedFileStaysOnlyWhileAGroupUsesIt(t *testing.T) {
 				t.Fatalf("an unused removed file is still listed: %+v", st)
 			}
 		})
+	}
+}
+
+// TestManager_EveryRegistryChangeIsReportedBeforeReloaded: the daemon hands
+// the coordinator the registry's served protocols on Changed, so it must
+// come for every change (a new version, a removal) and before Reloaded,
+// whose rebalances must see the new set.
+func TestManager_EveryRegistryChangeIsReportedBeforeReloaded(t *testing.T) {
+	v1, v2 := version(t, "1"), version(t, "2")
+	r := newRig(t, map[string][]byte{"rr.wasm": v1})
+	path := filepath.Join(r.dir, "rr.wasm")
+	r.calls, r.served = nil, nil // start-up's LoadAll
+	r.m.Apply(context.Background(), []plugindir.Event{{Kind: plugindir.Changed, Path: path, Data: v2, SHA256: sum(v2)}})
+	if !slices.Equal(r.calls, []string{"changed", "reloaded"}) {
+		t.Fatalf("calls after a new version: %v, want changed then reloaded", r.calls)
+	}
+	if got := r.served[0]["c-roundrobin"]; got != "c-roundrobin" {
+		t.Fatalf("served protocols at Changed: %v, want c-roundrobin served", r.served[0])
+	}
+	r.m.Apply(context.Background(), []plugindir.Event{{Kind: plugindir.Removed, Path: path}})
+	if !slices.Equal(r.calls, []string{"changed", "reloaded", "changed"}) {
+		t.Fatalf("calls after a removal: %v", r.calls)
+	}
+	if _, ok := r.served[1]["c-roundrobin"]; ok {
+		t.Fatalf("served protocols after the unused file was removed: %v", r.served[1])
+	}
+	// A broken version changes nothing in the registry.
+	r.m.Apply(context.Background(), []plugindir.Event{{Kind: plugindir.Added, Path: path, Data: []byte("not wasm"), SHA256: sum([]byte("not wasm"))}})
+	if len(r.calls) != 3 {
+		t.Fatalf("calls after a broken version: %v", r.calls)
 	}
 }
 
