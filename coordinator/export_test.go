@@ -14,26 +14,7 @@ import (
 // restarted daemon would, and points h and the given sims at it.
 func restart(t testing.TB, h *harness) {
 	t.Helper()
-	b, err := json.Marshal(h.c.Export())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var states []GroupState
-	if err := json.Unmarshal(b, &states); err != nil {
-		t.Fatal(err)
-	}
-	md := h.c.meta
-	c, err := New(h.c.cfg, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.c = c
-	h.setMetadata(md)
-	out, err := c.Restore(h.now, states)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.absorb(out)
+	h.absorb(h.call(restartInput{now: h.now, seed: 7}))
 }
 
 func TestRestore_StableGroupContinuesWithoutRebalance(t *testing.T) {

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -58,6 +59,8 @@ type harness struct {
 	assignors    map[string]assignFunc
 	// autoJobs runs every job as soon as it is issued.
 	autoJobs bool
+	// rec, when set, records every input and its output (harness.call).
+	rec *recording
 }
 
 func newHarness(t testing.TB, cfg Config) *harness {
@@ -107,13 +110,26 @@ func (h *harness) finishJob(j Job) {
 	if fn != nil {
 		resp, err = fn(j.Request)
 	}
-	h.absorb(h.c.AssignmentDone(h.now, j.ID, resp, err))
+	h.assignmentDone(j.ID, resp, err)
+}
+
+// assignmentDone hands the coordinator a plugin's result, as the bytes the
+// runtime would decode it from.
+func (h *harness) assignmentDone(job uint64, resp *abi.Response, err error) {
+	in := assignmentInput{now: h.now, job: job}
+	if resp != nil {
+		in.resp = abi.AppendResponse(nil, resp)
+	}
+	if err != nil {
+		in.err = err.Error()
+	}
+	h.absorb(h.call(in))
 }
 
 func (h *harness) send(client Client, req kmsg.Request) RequestID {
 	h.nextID++
 	id := h.nextID
-	h.absorb(h.c.Handle(h.now, id, client, req))
+	h.absorb(h.call(handleInput{now: h.now, id: id, client: client, key: req.Key(), version: req.GetVersion(), body: req.AppendTo(nil)}))
 	return id
 }
 
@@ -139,12 +155,18 @@ func (h *harness) advance(d time.Duration) {
 	end := h.now.Add(d)
 	for !h.deadline.IsZero() && !h.deadline.After(end) {
 		h.now = maxTime(h.now, h.deadline)
-		h.absorb(h.c.Tick(h.now))
+		h.absorb(h.call(tickInput{now: h.now}))
 	}
 	h.now = end
 }
 
-func (h *harness) setMetadata(md *Metadata) { h.absorb(h.c.SetMetadata(h.now, md)) }
+func (h *harness) setMetadata(md *Metadata) {
+	b, err := json.Marshal(md)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.absorb(h.call(metadataInput{now: h.now, md: b}))
+}
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {

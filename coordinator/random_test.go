@@ -24,6 +24,10 @@ type world struct {
 	lastGen int32
 	slow    map[*simClient]bool
 	log     []string
+	// extraInputs adds the inputs a live daemon also feeds: Fetch rack
+	// sightings, served-protocol changes from hot reload, upstream
+	// outages.
+	extraInputs bool
 }
 
 const (
@@ -34,12 +38,22 @@ const (
 )
 
 func newWorld(t testing.TB, seed uint64, withhold bool) *world {
+	return newWorldRecorded(t, seed, withhold, false)
+}
+
+// newWorldRecorded is newWorld; with record set, the harness records every
+// input from the first on, and the world adds the extra inputs.
+func newWorldRecorded(t testing.TB, seed uint64, withhold, record bool) *world {
 	cfg := Config{Default: GroupConfig{InitialRebalanceDelay: -1}}
 	cfg.disableWithholding = !withhold
 	h := newHarness(t, cfg)
 	h.autoJobs = false
+	if record {
+		h.rec = &recording{}
+	}
 	w := &world{h: h, rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), topics: map[string]int{"t0": 6, "t1": 3}, slow: map[*simClient]bool{}}
 	w.mode = w.rng.IntN(modeCount)
+	w.extraInputs = record
 	h.setMetadata(meta(w.topics))
 	return w
 }
@@ -100,6 +114,10 @@ func (w *world) pick() *simClient {
 
 // step performs one random event.
 func (w *world) step() {
+	if w.extraInputs && w.rng.IntN(100) < 10 {
+		w.extraStep()
+		return
+	}
 	r := w.rng.IntN(100)
 	switch {
 	case r < 35:
@@ -134,11 +152,11 @@ func (w *world) step() {
 		switch x := w.rng.IntN(10); {
 		case x == 0:
 			w.logf("job %d (%s) fails", j.ID, j.Assignor)
-			w.h.absorb(w.h.c.AssignmentDone(w.h.now, j.ID, nil, errors.New("trap")))
+			w.h.assignmentDone(j.ID, nil, errors.New("trap"))
 		case x == 1:
 			w.logf("job %d (%s) answers garbage", j.ID, j.Assignor)
 			bad := &abi.Response{Members: []abi.MemberAssignment{{Member: 0, Partitions: []abi.TopicPartitions{{Topic: 0, Partitions: []int32{0, 0}}}}}}
-			w.h.absorb(w.h.c.AssignmentDone(w.h.now, j.ID, bad, nil))
+			w.h.assignmentDone(j.ID, bad, nil)
 		default:
 			w.logf("job %d (%s) completes", j.ID, j.Assignor)
 			w.h.finishJob(j)
@@ -235,6 +253,47 @@ func (w *world) step() {
 			}
 			s.poll()
 		}
+	}
+}
+
+// extraStep feeds one of the inputs only a live daemon has besides
+// requests, time, plugin results and metadata.
+func (w *world) extraStep() {
+	h := w.h
+	switch w.rng.IntN(4) {
+	case 0:
+		// The proxy saw Fetch racks: of a member's client, or of a client
+		// that is no member.
+		var seen []FetchRack
+		for range 1 + w.rng.IntN(2) {
+			rack := fmt.Sprintf("r%d", w.rng.IntN(3))
+			if s := w.pick(); s != nil && w.rng.IntN(4) != 0 {
+				seen = append(seen, FetchRack{ClientID: s.client.ID, Host: s.client.Host, Rack: rack})
+			} else {
+				seen = append(seen, FetchRack{ClientID: "stranger", Host: "/10.9.9.9", Rack: rack})
+			}
+		}
+		w.logf("fetch racks seen %+v", seen)
+		h.absorb(h.call(racksInput{now: h.now, seen: seen}))
+	case 1:
+		// The driver's book knows a client's rack for its next JoinGroup.
+		if s := w.pick(); s != nil {
+			s.client.FetchRack = fmt.Sprintf("r%d", w.rng.IntN(3))
+			w.logf("%s's fetch rack is known as %s", s.name, s.client.FetchRack)
+		}
+	case 2:
+		// Hot reload: range is served by a round-robin plugin now, or by
+		// range again.
+		served := builtinNames()
+		if h.c.protocols["range"] == "range" {
+			served["range"] = "roundrobin"
+		}
+		w.logf("served protocols %v", served)
+		h.absorb(h.call(servedInput{now: h.now, served: served}))
+	default:
+		paused := !h.c.sessionsPaused
+		w.logf("sessions paused %v", paused)
+		h.absorb(h.call(pauseInput{now: h.now, paused: paused}))
 	}
 }
 
