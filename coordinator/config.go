@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -55,18 +56,26 @@ type FetchRack struct {
 	Rack string
 }
 
-// RackRule maps clients to a rack by host address or by client id. Exactly
-// one of CIDR and ClientID is set.
+// RackRule gives a rack to clients that send none, by host address or by
+// client id. Exactly one of CIDR and ClientID is set. The daemon's
+// configuration parses its [[racks]] into these once; the coordinator only
+// checks them.
 type RackRule struct {
-	// CIDR matches the client's host address, for example "10.1.0.0/16".
-	CIDR string
-	// ClientID is a regular expression matched against the client id.
-	ClientID string
+	// CIDR matches the client's host address, for example 10.1.0.0/16.
+	CIDR netip.Prefix
+	// ClientID matches the client id.
+	ClientID *regexp.Regexp
 	// Rack is the rack the rule assigns.
 	Rack string
+}
 
-	prefix netip.Prefix
-	re     *regexp.Regexp
+// Matches reports whether the rule applies to a client at host with
+// clientID. An IPv4-mapped IPv6 host matches as its IPv4 address.
+func (r *RackRule) Matches(host netip.Addr, clientID string) bool {
+	if r.ClientID != nil {
+		return r.ClientID.MatchString(clientID)
+	}
+	return host.IsValid() && r.CIDR.Contains(host.Unmap())
 }
 
 // GroupConfig is an operator's configuration of one group (or of every group,
@@ -220,48 +229,23 @@ func prepareGroup(key string, gc GroupConfig) (*GroupConfig, error) {
 	if gc.CooperativeProtocols == nil {
 		gc.CooperativeProtocols = []string{"cooperative-sticky"}
 	}
-	rules := make([]RackRule, len(gc.RackRules))
 	for i, r := range gc.RackRules {
 		switch {
 		case r.Rack == "":
 			return nil, fmt.Errorf("coordinator config %s.rack_rules[%d]: rack is empty", key, i)
-		case (r.CIDR == "") == (r.ClientID == ""):
+		case r.CIDR.IsValid() == (r.ClientID != nil):
 			return nil, fmt.Errorf("coordinator config %s.rack_rules[%d]: set exactly one of cidr and client_id", key, i)
-		case r.CIDR != "":
-			p, err := netip.ParsePrefix(r.CIDR)
-			if err != nil {
-				return nil, fmt.Errorf("coordinator config %s.rack_rules[%d].cidr: %w", key, i, err)
-			}
-			r.prefix = p.Masked()
-		default:
-			re, err := regexp.Compile(r.ClientID)
-			if err != nil {
-				return nil, fmt.Errorf("coordinator config %s.rack_rules[%d].client_id: %w", key, i, err)
-			}
-			r.re = re
 		}
-		rules[i] = r
 	}
-	gc.RackRules = rules
+	gc.RackRules = slices.Clone(gc.RackRules)
 	return &gc, nil
 }
 
 // ruleRack returns the rack of the first rule matching the client.
 func (gc *GroupConfig) ruleRack(clientID, clientHost string) string {
-	var addr netip.Addr
-	addrOK := false
-	if h := strings.TrimPrefix(clientHost, "/"); h != "" {
-		if a, err := netip.ParseAddr(h); err == nil {
-			addr, addrOK = a.Unmap(), true
-		}
-	}
+	addr, _ := netip.ParseAddr(strings.TrimPrefix(clientHost, "/")) // invalid when it is no address
 	for i := range gc.RackRules {
-		r := &gc.RackRules[i]
-		if r.re != nil {
-			if r.re.MatchString(clientID) {
-				return r.Rack
-			}
-		} else if addrOK && r.prefix.Contains(addr) {
+		if r := &gc.RackRules[i]; r.Matches(addr, clientID) {
 			return r.Rack
 		}
 	}

@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"net/netip"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -60,7 +62,11 @@ func TestMetadata_ChangesUnderASubscriptionTriggerARebalance(t *testing.T) {
 }
 
 func TestRack_ResolutionOrder(t *testing.T) {
-	rules := []RackRule{{ClientID: "^web-", Rack: "rule-id"}, {CIDR: "10.2.0.0/16", Rack: "rule-cidr"}, {CIDR: "10.0.0.0/8", Rack: "rule-wide"}}
+	rules := []RackRule{
+		{ClientID: regexp.MustCompile("^web-"), Rack: "rule-id"},
+		{CIDR: netip.MustParsePrefix("10.2.0.0/16"), Rack: "rule-cidr"},
+		{CIDR: netip.MustParsePrefix("10.0.0.0/8"), Rack: "rule-wide"},
+	}
 	tests := []struct {
 		name     string
 		subRack  string
@@ -75,6 +81,9 @@ func TestRack_ResolutionOrder(t *testing.T) {
 		{"then the first matching rule: cidr", "", "batch-1", "/10.2.3.4", "", "rule-cidr"},
 		{"rules are ordered", "", "batch-1", "/10.9.0.1", "", "rule-wide"},
 		{"nothing matches", "", "batch-1", "/192.168.0.1", "", ""},
+		{"an IPv4-mapped host matches as IPv4", "", "batch-1", "/::ffff:10.2.3.4", "", "rule-cidr"},
+		{"a host that is no address matches no cidr", "", "batch-1", "", "", ""},
+		{"but may match by client id", "", "web-2", "", "", "rule-id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,10 +108,10 @@ func TestRack_ResolutionOrder(t *testing.T) {
 
 func TestConfig_RejectsBadRackRules(t *testing.T) {
 	bad := [][]RackRule{
-		{{CIDR: "10.0.0.0/33", Rack: "r"}},
-		{{ClientID: "(", Rack: "r"}},
-		{{CIDR: "10.0.0.0/8", ClientID: "x", Rack: "r"}},
-		{{CIDR: "10.0.0.0/8"}},
+		{{Rack: "r"}},
+		{{CIDR: netip.MustParsePrefix("10.0.0.0/8"), ClientID: regexp.MustCompile("x"), Rack: "r"}},
+		{{CIDR: netip.MustParsePrefix("10.0.0.0/8")}},
+		{{ClientID: regexp.MustCompile("x")}},
 	}
 	for _, rules := range bad {
 		if _, err := New(Config{Groups: map[string]GroupConfig{"g": {RackRules: rules}}}, 1); err == nil {

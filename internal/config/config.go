@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/wasmassign/wasmassign/coordinator"
 )
 
 // ErrInvalid is wrapped by every error about the content of a configuration,
@@ -44,7 +45,7 @@ type Config struct {
 	Groups []Group
 	// Racks are the ordered rules that give a rack to clients that send
 	// none.
-	Racks []RackRule
+	Racks []coordinator.RackRule
 }
 
 // Server configures the gateway's own listeners.
@@ -189,23 +190,6 @@ type Group struct {
 // Matches reports whether the rule applies to groupID.
 func (g *Group) Matches(groupID string) bool { return globMatch(g.Match, groupID) }
 
-// RackRule gives a rack to clients that send none. Exactly one of CIDR and
-// ClientID is set.
-type RackRule struct {
-	CIDR     netip.Prefix
-	ClientID *regexp.Regexp
-	Rack     string
-}
-
-// Matches reports whether the rule applies to a client at host with
-// clientID.
-func (r *RackRule) Matches(host netip.Addr, clientID string) bool {
-	if r.ClientID != nil {
-		return r.ClientID.MatchString(clientID)
-	}
-	return r.CIDR.Contains(host.Unmap())
-}
-
 // GroupFor returns the rule for groupID: the first whose glob matches. The
 // second result is false for a group the gateway does not manage.
 func (c *Config) GroupFor(groupID string) (*Group, bool) {
@@ -215,16 +199,6 @@ func (c *Config) GroupFor(groupID string) (*Group, bool) {
 		}
 	}
 	return nil, false
-}
-
-// RackFor returns the rack the first matching rule gives a client, or "".
-func (c *Config) RackFor(host netip.Addr, clientID string) string {
-	for i := range c.Racks {
-		if c.Racks[i].Matches(host, clientID) {
-			return c.Racks[i].Rack
-		}
-	}
-	return ""
 }
 
 // CheckAssignors reports the first group whose assignor or fallback known
@@ -635,7 +609,7 @@ func (c *Config) racks(f *file, _ string) error {
 		if fr.Rack == "" {
 			return c.errorf("racks[%d].rack", "required", i)
 		}
-		r := RackRule{Rack: fr.Rack}
+		r := coordinator.RackRule{Rack: fr.Rack}
 		switch {
 		case fr.CIDR != "" && fr.ClientID != "":
 			return c.errorf("racks[%d]", "set cidr or client_id, not both", i)

@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// issueExample is the configuration shown to operators: every key the
+// documentedExample is the configuration shown to operators: every key the
 // gateway documents, with the values from the documentation.
-const issueExample = `
+const documentedExample = `
 [server]
 listen = "127.0.0.1:9092"
 advertised_host = "127.0.0.1"
@@ -61,7 +61,7 @@ rack = "az-b"
 `
 
 func TestParse_DocumentedExample(t *testing.T) {
-	c, err := Parse([]byte(issueExample), "gateway.toml", "/etc/wasmassign")
+	c, err := Parse([]byte(documentedExample), "gateway.toml", "/etc/wasmassign")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,17 +81,15 @@ func TestParse_DocumentedExample(t *testing.T) {
 	if !ok || g.Fallback != "range" || g.InitialRebalanceDelay != 3*time.Second || g.Config["key"] != "value" {
 		t.Errorf("group %+v", g)
 	}
-	if got := c.RackFor(netip.MustParseAddr("10.1.2.3"), "x"); got != "az-a" {
-		t.Errorf("rack by cidr %q", got)
+	// The rules arrive parsed, in the coordinator's type, in file order.
+	if len(c.Racks) != 2 {
+		t.Fatalf("racks %+v", c.Racks)
 	}
-	if got := c.RackFor(netip.MustParseAddr("::ffff:10.1.2.3"), "x"); got != "az-a" {
-		t.Errorf("rack by cidr, v4-mapped address: %q", got)
+	if r := c.Racks[0]; r.Rack != "az-a" || r.ClientID != nil || !r.CIDR.IsValid() || !r.Matches(netip.MustParseAddr("::ffff:10.1.2.3"), "x") {
+		t.Errorf("first rule %+v, want az-a by cidr matching 10.1.2.3", r)
 	}
-	if got := c.RackFor(netip.MustParseAddr("192.168.0.1"), "billing-7"); got != "az-b" {
-		t.Errorf("rack by client id %q", got)
-	}
-	if got := c.RackFor(netip.MustParseAddr("192.168.0.1"), "other"); got != "" {
-		t.Errorf("no rule matches, got %q", got)
+	if r := c.Racks[1]; r.Rack != "az-b" || r.ClientID == nil || r.CIDR.IsValid() || !r.Matches(netip.Addr{}, "billing-7") || r.Matches(netip.Addr{}, "other") {
+		t.Errorf("second rule %+v, want az-b by client id matching billing-7 only", r)
 	}
 	if c.Server.BrokerPort(2) != 9095 {
 		t.Errorf("broker port %d", c.Server.BrokerPort(2))

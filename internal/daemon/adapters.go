@@ -12,7 +12,7 @@ import (
 )
 
 // groupConfig turns one [[groups]] rule into the coordinator's terms.
-func groupConfig(g *config.Group, racks []config.RackRule) coordinator.GroupConfig {
+func groupConfig(g *config.Group, racks []coordinator.RackRule) coordinator.GroupConfig {
 	gc := coordinator.GroupConfig{
 		Priority:              slices.Clone(g.Priority),
 		Assignor:              g.Assignor,
@@ -26,15 +26,7 @@ func groupConfig(g *config.Group, racks []config.RackRule) coordinator.GroupConf
 	if gc.InitialRebalanceDelay == 0 {
 		gc.InitialRebalanceDelay = -1 // zero in the file means none
 	}
-	for _, r := range racks {
-		rule := coordinator.RackRule{Rack: r.Rack}
-		if r.ClientID != nil {
-			rule.ClientID = r.ClientID.String()
-		} else {
-			rule.CIDR = r.CIDR.String()
-		}
-		gc.RackRules = append(gc.RackRules, rule)
-	}
+	gc.RackRules = racks
 	return gc
 }
 
