@@ -5,15 +5,12 @@
 // # Where the SDK copies come from
 //
 // The binary must carry the SDKs' sources, and go:embed can only take files
-// from the embedding package's own directory tree within its own module. The
-// SDKs live elsewhere (sdk/go is even a module of its own, and sdk/c cannot
-// hold a Go package at all, since a directory with .c files is taken for
-// cgo). So _sdk/ holds a generated copy of each SDK's files; `go generate`
-// here refreshes it, and TestSDKCopiesAreCurrent fails as soon as the copy
-// and sdk/ differ, naming the file. The directory's leading underscore makes
-// the go tool ignore the copied .go and .c files, and the Go SDK's go.mod is
-// stored as go.mod.embed, because go:embed refuses a directory with a go.mod
-// in it (that would be another module).
+// from the embedding package's own directory tree within its own module. So
+// each SDK's files are embedded where they live: package sdk (sdk/) embeds
+// the Rust, C and AssemblyScript SDKs, and package gosdk at the root of the
+// sdk/go module, which no package of this module could reach into, embeds
+// the Go SDK. Each hands out just what a build compiles, and a project's
+// wasmassign/ is that, byte for byte.
 //
 // templates/ holds each language's project files. Every template file ends
 // in .tmpl, so that no tool mistakes a template for source of this module;
@@ -25,8 +22,6 @@
 // build: checking a name against the built-in assignors is the command's job.
 package scaffold
 
-//go:generate go test -run ^TestSDKCopiesAreCurrent$ -update .
-
 import (
 	"embed"
 	"errors"
@@ -37,20 +32,23 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/wasmassign/wasmassign/sdk"
+	gosdk "github.com/wasmassign/wasmassign/sdk/go"
 )
 
-// files holds the templates and the SDK copies. "all:" keeps the leading
-// underscore of _sdk from hiding it.
+// files holds the templates.
 //
-//go:embed templates all:_sdk
+//go:embed templates
 var files embed.FS
 
 // lang is what one language's project needs besides its templates.
 type lang struct {
-	name      string // the --lang value
-	title     string // the language's name in prose
-	source    string // the file holding the assignor, for the README
-	toolchain string // one README sentence on what make installs
+	name      string       // the --lang value
+	title     string       // the language's name in prose
+	source    string       // the file holding the assignor, for the README
+	toolchain string       // one README sentence on what make installs
+	sdk       func() fs.FS // the SDK's files, which go to wasmassign/
 }
 
 // langs lists the languages in the order usage shows them. It is a function
@@ -58,13 +56,17 @@ type lang struct {
 func langs() []lang {
 	return []lang{
 		{"go", "Go", "main.go",
-			"It needs Go @GOVERSION@ or newer and nothing else."},
+			"It needs Go @GOVERSION@ or newer and nothing else.",
+			gosdk.Source},
 		{"rust", "Rust", "src/lib.rs",
-			"It needs Debian's rustc, cargo and wasm32 standard library (`rustc cargo libstd-rust-dev-wasm32`), which `make` installs with apt when they are missing; `make test` runs the unit tests natively."},
+			"It needs Debian's rustc, cargo and wasm32 standard library (`rustc cargo libstd-rust-dev-wasm32`), which `make` installs with apt when they are missing; `make test` runs the unit tests natively.",
+			sdk.Rust},
 		{"c", "C", "plugin.c",
-			"It needs Debian's clang-14, lld-14 and wasi-libc, which `make` installs with apt when they are missing."},
+			"It needs Debian's clang-14, lld-14 and wasi-libc, which `make` installs with apt when they are missing.",
+			sdk.C},
 		{"assemblyscript", "AssemblyScript", "assembly/index.ts",
-			"It needs node and npm (`make` installs them with apt when they are missing), then installs AssemblyScript 0.28.20 and the SDK into `node_modules/`."},
+			"It needs node and npm (`make` installs them with apt when they are missing), then installs AssemblyScript 0.28.20 and the SDK into `node_modules/`.",
+			sdk.AssemblyScript},
 	}
 }
 
@@ -151,20 +153,16 @@ func Write(dir, langName, name string) ([]string, error) {
 		return written, fmt.Errorf("writing the %s templates: %w", l.name, err)
 	}
 
-	sdkRoot := "_sdk/" + l.name
-	err = fs.WalkDir(files, sdkRoot, func(p string, d fs.DirEntry, err error) error {
+	src := l.sdk()
+	err = fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		data, err := files.ReadFile(p)
+		data, err := fs.ReadFile(src, p)
 		if err != nil {
 			return err
 		}
-		rel := strings.TrimPrefix(p, sdkRoot+"/")
-		if path.Base(rel) == "go.mod.embed" {
-			rel = path.Join(path.Dir(rel), "go.mod")
-		}
-		return put(path.Join(sdkDir, rel), data)
+		return put(path.Join(sdkDir, p), data)
 	})
 	if err != nil {
 		return written, fmt.Errorf("writing the %s SDK: %w", l.name, err)
@@ -178,9 +176,9 @@ var goDirective = regexp.MustCompile(`(?m)^go\s+(\S+)\s*$`)
 // sdkGoVersion is the Go version the Go SDK's go.mod asks for; a Go project
 // asks for the same, so that the SDK copy builds with the Go it was made for.
 func sdkGoVersion() (string, error) {
-	mod, err := files.ReadFile("_sdk/go/go.mod.embed")
+	mod, err := fs.ReadFile(gosdk.Source(), "go.mod")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("reading the embedded Go SDK's go.mod: %w", err)
 	}
 	m := goDirective.FindSubmatch(mod)
 	if m == nil {

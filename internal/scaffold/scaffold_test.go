@@ -3,7 +3,6 @@ package scaffold
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"io/fs"
 	"os"
 	"path"
@@ -14,39 +13,35 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite _sdk/ from ../../sdk (go generate does this)")
-
 // sdkRoot is the repository's sdk/ directory, seen from this package.
 const sdkRoot = "../../sdk"
 
-// sdkSources says which files of each SDK a project needs: everything a
-// build compiles, and nothing of the SDK's tests, kit or build output.
-// keep reports whether a path (slash-separated, relative to the SDK) is one.
-func sdkSources() []sdkSource {
-	return []sdkSource{
-		{"go", func(rel string) bool {
+// sdkSources says which files of each SDK a project needs, by language:
+// everything a build compiles, and nothing of the SDK's tests, kit or build
+// output. Each function reports whether a path (slash-separated, relative to
+// the SDK) is one. It says in its own words what the embed patterns of
+// packages sdk and gosdk select, so that a pattern that takes too much or
+// too little shows.
+func sdkSources() map[string]func(rel string) bool {
+	return map[string]func(rel string) bool{
+		"go": func(rel string) bool {
 			dir, base := path.Split(rel)
 			return rel == "go.mod" ||
 				(dir == "abi/" || dir == "guest/") && strings.HasSuffix(base, ".go") && !strings.HasSuffix(base, "_test.go")
-		}},
-		{"rust", func(rel string) bool {
+		},
+		"rust": func(rel string) bool {
 			return rel == "Cargo.toml" || path.Dir(rel) == "src" && strings.HasSuffix(rel, ".rs")
-		}},
-		{"c", func(rel string) bool { return rel == "wasmassign.h" || rel == "wasmassign.c" }},
-		{"assemblyscript", func(rel string) bool {
+		},
+		"c": func(rel string) bool { return rel == "wasmassign.h" || rel == "wasmassign.c" },
+		"assemblyscript": func(rel string) bool {
 			return rel == "package.json" || rel == "index.ts" || rel == "exports.ts" ||
 				path.Dir(rel) == "assembly" && strings.HasSuffix(rel, ".ts")
-		}},
+		},
 	}
 }
 
-// sdkSource is one SDK's language and its file selection.
-type sdkSource struct {
-	lang string
-	keep func(rel string) bool
-}
-
-// wantCopy is what _sdk/LANG should hold, by path relative to it.
+// wantCopy is what a project's wasmassign/ should hold for lang: the files of
+// sdk/LANG that keep selects, by path relative to it.
 func wantCopy(t *testing.T, lang string, keep func(string) bool) map[string][]byte {
 	t.Helper()
 	root := filepath.Join(sdkRoot, lang)
@@ -69,9 +64,6 @@ func wantCopy(t *testing.T, lang string, keep func(string) bool) map[string][]by
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
-		}
-		if path.Base(rel) == "go.mod" {
-			rel += ".embed"
 		}
 		want[rel] = data
 		return nil
@@ -104,50 +96,6 @@ func readTree(t *testing.T, dir string) map[string][]byte {
 	return got
 }
 
-// The copies under _sdk/ are what new projects get; they must be the SDKs as
-// they are in sdk/, file for file. Run `go generate ./internal/scaffold`
-// after changing an SDK.
-func TestSDKCopiesAreCurrent(t *testing.T) {
-	for _, src := range sdkSources() {
-		t.Run(src.lang, func(t *testing.T) {
-			want := wantCopy(t, src.lang, src.keep)
-			if len(want) == 0 {
-				t.Fatalf("no files of %s/%s selected", sdkRoot, src.lang)
-			}
-			dst := filepath.Join("_sdk", src.lang)
-			if *update {
-				if err := os.RemoveAll(dst); err != nil {
-					t.Fatal(err)
-				}
-				for rel, data := range want {
-					p := filepath.Join(dst, filepath.FromSlash(rel))
-					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(p, data, 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			got := readTree(t, dst)
-			for _, rel := range sortedKeys(want) {
-				g, ok := got[rel]
-				switch {
-				case !ok:
-					t.Errorf("_sdk/%s/%s is missing: run go generate ./internal/scaffold", src.lang, rel)
-				case !bytes.Equal(g, want[rel]):
-					t.Errorf("_sdk/%s/%s differs from sdk/%s: run go generate ./internal/scaffold", src.lang, rel, src.lang)
-				}
-			}
-			for _, rel := range sortedKeys(got) {
-				if _, ok := want[rel]; !ok {
-					t.Errorf("_sdk/%s/%s is not in sdk/%s any more: run go generate ./internal/scaffold", src.lang, rel, src.lang)
-				}
-			}
-		})
-	}
-}
-
 func sortedKeys(m map[string][]byte) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -159,7 +107,8 @@ func sortedKeys(m map[string][]byte) []string {
 
 // Every language's project comes out whole: no placeholder is left in any
 // file, the assignor's name is registered in the source, the Makefile builds
-// NAME.wasm, and the SDK copy sits in wasmassign/ byte for byte.
+// NAME.wasm, and wasmassign/ holds the SDK's sources as they are in sdk/,
+// byte for byte, and nothing else.
 func TestWrite_FillsEveryPlaceholderAndCopiesTheSDK(t *testing.T) {
 	placeholder := regexp.MustCompile(`@[A-Z]+@`)
 	sources := map[string]string{"go": "main.go", "rust": "src/lib.rs", "c": "plugin.c", "assemblyscript": "assembly/index.ts"}
@@ -186,12 +135,27 @@ func TestWrite_FillsEveryPlaceholderAndCopiesTheSDK(t *testing.T) {
 			if mk := got["Makefile"]; !regexp.MustCompile(`(?m)^NAME\s*:= ` + regexp.QuoteMeta(name) + `$`).Match(mk) {
 				t.Errorf("the Makefile does not set NAME to %s:\n%s", name, mk)
 			}
-			// The copy against _sdk/, not sdk/: whether _sdk/ is current is
-			// TestSDKCopiesAreCurrent's business.
-			for rel, data := range readTree(t, filepath.Join("_sdk", lang)) {
-				rel = strings.TrimSuffix(rel, ".embed")
-				if !bytes.Equal(got[sdkDir+"/"+rel], data) {
-					t.Errorf("%s/%s is not _sdk/%s/%s", sdkDir, rel, lang, rel)
+			keep := sdkSources()[lang]
+			if keep == nil {
+				t.Fatalf("sdkSources has no selection for %s", lang)
+			}
+			want := wantCopy(t, lang, keep)
+			if len(want) == 0 {
+				t.Fatalf("no files of %s/%s selected", sdkRoot, lang)
+			}
+			for _, rel := range sortedKeys(want) {
+				g, ok := got[sdkDir+"/"+rel]
+				switch {
+				case !ok:
+					t.Errorf("%s/%s is missing: sdk/%s/%s is not embedded", sdkDir, rel, lang, rel)
+				case !bytes.Equal(g, want[rel]):
+					t.Errorf("%s/%s differs from sdk/%s/%s", sdkDir, rel, lang, rel)
+				}
+			}
+			for _, rel := range sortedKeys(got) {
+				sub, inSDK := strings.CutPrefix(rel, sdkDir+"/")
+				if _, wanted := want[sub]; inSDK && !wanted {
+					t.Errorf("%s is not one of the files of sdk/%s a build needs", rel, lang)
 				}
 			}
 		})
