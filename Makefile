@@ -1,6 +1,7 @@
 # wasmassign build. `make test` is the one command CI runs: it installs the
 # toolchains it needs (Debian packages), builds every wasm artefact, then runs
-# the Go tests of both modules.
+# the Go tests of both modules. ./... stops at sdk/go, a module of its own,
+# even in the go.work workspace: hence each Go target's second pass there.
 
 SHELL    := /bin/bash
 GO       ?= go

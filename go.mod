@@ -10,7 +10,7 @@ require (
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
-	github.com/wasmassign/wasmassign/sdk/go v0.0.0
+	github.com/wasmassign/wasmassign/sdk/go v0.1.0
 	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.48.0
 )
@@ -26,5 +26,3 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/wasmassign/wasmassign/sdk/go => ./sdk/go

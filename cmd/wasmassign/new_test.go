@@ -199,11 +199,14 @@ func TestNew_EveryLanguageBuildsAPluginThatInspectAndSimulateAccept(t *testing.T
 			cmd := exec.CommandContext(ctx, "make")
 			cmd.Dir = b.dir
 			// Build as a user would: not as a sub-make of `make test`,
-			// whose flags and jobserver are no business of the scaffold.
+			// whose flags and jobserver are no business of the scaffold,
+			// and not in this repository's Go workspace, which a GOWORK
+			// in the environment would point the Go project's build at.
 			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 				k, _, _ := strings.Cut(kv, "=")
-				return k == "MAKEFLAGS" || k == "MFLAGS" || k == "MAKELEVEL"
+				return k == "MAKEFLAGS" || k == "MFLAGS" || k == "MAKELEVEL" || k == "GOWORK"
 			})
+			cmd.Env = append(cmd.Env, "GOWORK=off")
 			b.out, b.err = cmd.CombinedOutput()
 			b.took = time.Since(start)
 		})
