@@ -35,7 +35,7 @@ func nativeAssignors() map[string]assignFunc {
 	return map[string]assignFunc{
 		"range":              rangeassignor.Assign,
 		"roundrobin":         roundrobin.Assign,
-		"sticky":             sticky.AssignSticky,
+		"sticky":             sticky.AssignEager,
 		"cooperative-sticky": sticky.AssignCooperative,
 	}
 }

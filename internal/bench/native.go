@@ -18,8 +18,8 @@ func NativePlugin(assignor string) (func(*abi.Request) (*abi.Response, error), b
 		return roundrobin.Assign, true
 	case leaderrack.Name:
 		return leaderrack.Assign, true
-	case sticky.StickyName:
-		return sticky.AssignSticky, true
+	case sticky.EagerName:
+		return sticky.AssignEager, true
 	case sticky.CooperativeName:
 		return sticky.AssignCooperative, true
 	}

@@ -65,7 +65,7 @@ func BenchmarkStickyGuests(b *testing.B) {
 	}
 	for _, caseName := range BuiltinNames() {
 		c, _ := Builtin(caseName)
-		for _, assignor := range []string{sticky.StickyName, sticky.CooperativeName} {
+		for _, assignor := range []string{sticky.EagerName, sticky.CooperativeName} {
 			rebalance := abi.Eager
 			if assignor == sticky.CooperativeName {
 				rebalance = abi.Cooperative

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/wasmassign/wasmassign/coordinator"
 	"github.com/wasmassign/wasmassign/internal/config"
+	"github.com/wasmassign/wasmassign/internal/driver"
+	"github.com/wasmassign/wasmassign/internal/metrics"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
@@ -40,3 +43,38 @@ func (p pluginSet) Assign(ctx context.Context, name string, req *abi.Request) (*
 	}
 	return a.Assign(ctx, req)
 }
+
+// driverHooks feeds the driver's hooks into the daemon's Prometheus
+// metrics: the driver knows nothing of Prometheus, and the metrics package
+// nothing of the driver.
+type driverHooks struct{ m *metrics.Metrics }
+
+func (h driverHooks) OnPluginCall(assignor string, took time.Duration, reason string) {
+	h.m.PluginCall(assignor, took, reason)
+}
+
+func (h driverHooks) OnFallback(from, to string) { h.m.Fallback(from, to) }
+
+func (h driverHooks) OnRebalance(group string, generation int32, r driver.Rebalance) {
+	h.m.RebalanceDone(metrics.Rebalance{
+		Group: group, Generation: generation, Assignor: r.Assignor, Cooperative: r.Cooperative,
+		Duration: r.Duration, Members: r.Members, Moved: r.Moved, Withheld: r.Withheld,
+		Unassigned: r.Unassigned, RackLocal: r.RackLocal, RackKnown: r.RackKnown,
+	})
+}
+
+func (h driverHooks) OnGroupRemoved(group string) { h.m.GroupRemoved(group) }
+
+func (h driverHooks) OnRebalanceStorm(group, cause string) { h.m.RebalanceStorm(group, cause) }
+
+func (h driverHooks) OnUpstreamError(kind string) { h.m.UpstreamError(kind) }
+
+// The daemon's metrics miss nothing the driver reports.
+var _ interface {
+	driver.HookPluginCall
+	driver.HookFallback
+	driver.HookRebalance
+	driver.HookGroupRemoved
+	driver.HookRebalanceStorm
+	driver.HookUpstreamError
+} = driverHooks{}

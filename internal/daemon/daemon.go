@@ -35,6 +35,7 @@ import (
 	"github.com/wasmassign/wasmassign/internal/metrics"
 	"github.com/wasmassign/wasmassign/internal/pluginreload"
 	"github.com/wasmassign/wasmassign/internal/proxy"
+	"github.com/wasmassign/wasmassign/internal/upstream"
 	"github.com/wasmassign/wasmassign/plugins/builtin"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 )
@@ -166,7 +167,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	}
 
 	plugins := pluginSet{d.registry}
-	up := gateway.NewKgoUpstream(d.client, 0)
+	up := upstream.New(d.client, 0)
 	var seed [8]byte
 	rand.Read(seed[:])
 	saved, err := loadState(cfg.Server.StateDir)
@@ -180,14 +181,14 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	}
 	if d.driver, err = driver.Start(driver.Config{
 		Coordinator:   ccfg,
-		Assigner:      plugins,
-		Upstream:      up,
+		Plugins:       plugins,
+		Forwarder:     up,
 		PluginTimeout: cfg.Plugins.Timeout + time.Second,
 		IDSeed:        binary.LittleEndian.Uint64(seed[:]),
 		Restore:       saved,
 		Persist:       stateSaver(cfg.Server.StateDir, log),
 		Logger:        log,
-		Metrics:       m,
+		Hooks:         []driver.Hook{driverHooks{m}},
 		NeedMetadata: func([]string) {
 			select {
 			case d.refresh <- struct{}{}:
@@ -199,10 +200,10 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	}
 	d.started.Store(true)
 	gw := gateway.New(gateway.Options{
-		Manages:  func(group string) bool { _, ok := cfg.GroupFor(group); return ok },
-		Driver:   d.driver,
-		Upstream: up,
-		Logger:   log,
+		Manages:      func(group string) bool { _, ok := cfg.GroupFor(group); return ok },
+		Driver:       d.driver,
+		Coordinators: up,
+		Logger:       log,
 	})
 
 	popts.Client = d.client

@@ -5,8 +5,8 @@
 //
 // Callers see a blocking API: Handle returns a request's response when the
 // coordinator produces it, which for JoinGroup and SyncGroup may be seconds
-// later. The driver reaches plugins through [Assigner] and the upstream
-// cluster through [Upstream]; it imports neither the runtime nor the proxy,
+// later. The driver reaches plugins through [PluginRunner] and the upstream
+// cluster through [Forwarder]; it imports neither the runtime nor the proxy,
 // so it can be tested with fakes and wired by the daemon.
 package driver
 
@@ -21,31 +21,31 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/coordinator"
-	"github.com/wasmassign/wasmassign/internal/metrics"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
 // ErrClosed is returned by calls on a closed driver.
 var ErrClosed = errors.New("group coordinator closed")
 
-// Assigner runs an assignor by name. The daemon implements it over the
-// runtime's registry, whose errors carry a Reason() label.
-type Assigner interface {
+// PluginRunner runs the coordinator's assignment jobs: one assignor, by
+// name, on one request. The daemon implements it over the runtime's
+// registry, whose errors carry a Reason() label.
+type PluginRunner interface {
 	Assign(ctx context.Context, assignor string, req *abi.Request) (*abi.Response, error)
 }
 
-// Upstream sends a request the coordinator has checked (an offset commit
+// Forwarder sends a request the coordinator has checked (an offset commit
 // rewritten to generation -1, a group deletion) to the upstream cluster's
-// group coordinator and returns its answer.
-type Upstream interface {
+// group coordinator and returns its answer (*upstream.Client is one).
+type Forwarder interface {
 	Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }
 
-// Config configures a Driver. Assigner and Upstream are required.
+// Config configures a Driver. Plugins and Forwarder are required.
 type Config struct {
 	Coordinator coordinator.Config
-	Assigner    Assigner
-	Upstream    Upstream
+	Plugins     PluginRunner
+	Forwarder   Forwarder
 	// PluginTimeout bounds one assignor call, on top of the runtime's own
 	// limit; default 10s.
 	PluginTimeout time.Duration
@@ -60,7 +60,8 @@ type Config struct {
 	// (write a file, not call the network).
 	Persist func([]coordinator.GroupState)
 	Logger  *slog.Logger
-	Metrics *metrics.Metrics
+	// Hooks observe the driver (see Hook); nil for none.
+	Hooks []Hook
 	// Now is the clock; nil means time.Now. Tests pass a fake.
 	Now func() time.Time
 	// StormRebalances and StormWindow define a rebalance storm: more than
@@ -129,6 +130,14 @@ type Rebalance struct {
 	Withheld int
 	// Cooperative is true for a KIP-429 rebalance.
 	Cooperative bool
+	// Members is the group's size.
+	Members int
+	// Unassigned counts subscribed partitions no member received
+	// (withheld ones included).
+	Unassigned int
+	// RackLocal and RackKnown count the assigned partitions with a replica
+	// in their member's rack, among those whose racks are known at all.
+	RackLocal, RackKnown int
 }
 
 type result struct {
@@ -138,8 +147,8 @@ type result struct {
 
 // Start creates the coordinator, restores saved state and starts the loop.
 func Start(cfg Config) (*Driver, error) {
-	if cfg.Assigner == nil || cfg.Upstream == nil {
-		return nil, errors.New("driver: Assigner and Upstream are required")
+	if cfg.Plugins == nil || cfg.Forwarder == nil {
+		return nil, errors.New("driver: Plugins and Forwarder are required")
 	}
 	if cfg.PluginTimeout <= 0 {
 		cfg.PluginTimeout = 10 * time.Second
@@ -493,16 +502,14 @@ func (d *Driver) forward(f coordinator.Forward) {
 		defer d.bg.Done()
 		ctx, cancel := context.WithTimeout(d.ctx, d.cfg.ForwardTimeout)
 		defer cancel()
-		resp, err := d.cfg.Upstream.Forward(ctx, f.Request)
+		resp, err := d.cfg.Forwarder.Forward(ctx, f.Request)
 		r := result{err: err}
 		if err == nil {
 			r.resp = f.Complete(resp)
 		} else {
 			err = fmt.Errorf("forwarding %s upstream: %w", kmsg.NameForKey(f.Request.Key()), err)
 			r.err = err
-			if d.cfg.Metrics != nil {
-				d.cfg.Metrics.UpstreamError("forward")
-			}
+			each(d.cfg.Hooks, func(h HookUpstreamError) { h.OnUpstreamError("forward") })
 			d.log.Warn("upstream forward failed", "api", kmsg.NameForKey(f.Request.Key()), "err", err)
 		}
 		d.do(func() { d.reply(f.ID, r) })
@@ -514,8 +521,8 @@ type reasoned interface{ Reason() string }
 
 // run calls the assignor off the loop and feeds the answer back.
 func (d *Driver) run(j coordinator.Job) {
-	if prev := d.assignor[j.Group]; j.Attempt > 0 && d.cfg.Metrics != nil {
-		d.cfg.Metrics.Fallback(prev, j.Assignor)
+	if prev := d.assignor[j.Group]; j.Attempt > 0 {
+		each(d.cfg.Hooks, func(h HookFallback) { h.OnFallback(prev, j.Assignor) })
 	}
 	d.assignor[j.Group] = j.Assignor
 	d.bg.Add(1)
@@ -524,18 +531,17 @@ func (d *Driver) run(j coordinator.Job) {
 		ctx, cancel := context.WithTimeout(d.ctx, d.cfg.PluginTimeout)
 		defer cancel()
 		start := time.Now()
-		resp, err := d.cfg.Assigner.Assign(ctx, j.Assignor, j.Request)
-		if d.cfg.Metrics != nil {
-			reason := ""
-			if err != nil {
-				reason = "error"
-				var r reasoned
-				if errors.As(err, &r) {
-					reason = r.Reason()
-				}
+		resp, err := d.cfg.Plugins.Assign(ctx, j.Assignor, j.Request)
+		took := time.Since(start)
+		reason := ""
+		if err != nil {
+			reason = "error"
+			var r reasoned
+			if errors.As(err, &r) {
+				reason = r.Reason()
 			}
-			d.cfg.Metrics.PluginCall(j.Assignor, time.Since(start), reason)
 		}
+		each(d.cfg.Hooks, func(h HookPluginCall) { h.OnPluginCall(j.Assignor, took, reason) })
 		if err != nil {
 			d.log.Warn("assignor failed", "group", j.Group, "generation", j.Generation, "assignor", j.Assignor, "attempt", j.Attempt, "err", err)
 		}
@@ -554,7 +560,8 @@ func (d *Driver) observe(e coordinator.Event) {
 	case coordinator.EventAssignmentCompleted:
 		began, ok := d.started[e.Group]
 		delete(d.started, e.Group)
-		r := Rebalance{At: d.now(), Assignor: e.Detail, Fallback: e.Attempt > 0, Moved: e.Moved, Withheld: e.N, Cooperative: e.Cooperative}
+		r := Rebalance{At: d.now(), Assignor: e.Detail, Fallback: e.Attempt > 0, Moved: e.Moved, Withheld: e.N, Cooperative: e.Cooperative,
+			Members: e.Members, Unassigned: e.Unassigned, RackLocal: e.RackLocal, RackKnown: e.RackKnown}
 		if ok {
 			r.Duration = r.At.Sub(began)
 		}
@@ -562,13 +569,7 @@ func (d *Driver) observe(e coordinator.Event) {
 		d.checkStorm(e.Group, r.At)
 		d.log.Info("rebalance", "group", e.Group, "generation", e.Generation, "members", e.Members,
 			"assignor", r.Assignor, "duration", r.Duration, "moved", r.Moved, "withheld", r.Withheld, "fallback", r.Fallback)
-		if d.cfg.Metrics != nil {
-			d.cfg.Metrics.RebalanceDone(metrics.Rebalance{
-				Group: e.Group, Generation: e.Generation, Assignor: r.Assignor, Cooperative: e.Cooperative,
-				Duration: r.Duration, Members: e.Members, Moved: r.Moved, Withheld: r.Withheld, Unassigned: e.Unassigned,
-				RackLocal: e.RackLocal, RackKnown: e.RackKnown,
-			})
-		}
+		each(d.cfg.Hooks, func(h HookRebalance) { h.OnRebalance(e.Group, e.Generation, r) })
 	case coordinator.EventMemberAdded:
 		d.storm(e.Group).joins++
 	case coordinator.EventMemberRemoved:
@@ -585,9 +586,7 @@ func (d *Driver) observe(e coordinator.Event) {
 			delete(d.last, e.Group)
 			delete(d.storms, e.Group)
 			delete(d.assignor, e.Group)
-			if d.cfg.Metrics != nil {
-				d.cfg.Metrics.GroupRemoved(e.Group)
-			}
+			each(d.cfg.Hooks, func(h HookGroupRemoved) { h.OnGroupRemoved(e.Group) })
 		}
 		if e.State == coordinator.Stable && d.cfg.Persist != nil {
 			d.cfg.Persist(d.coord.Export())
@@ -638,8 +637,6 @@ func (d *Driver) checkStorm(group string, at time.Time) {
 	}
 	d.log.Warn("rebalance storm", "group", group, "rebalances", len(w.rebalances), "window", d.cfg.StormWindow,
 		"session_timeouts", w.expiries, "joins", w.joins, "likely_cause", cause)
-	if d.cfg.Metrics != nil {
-		d.cfg.Metrics.RebalanceStorm(group, label)
-	}
+	each(d.cfg.Hooks, func(h HookRebalanceStorm) { h.OnRebalanceStorm(group, label) })
 	w.expiries, w.joins = 0, 0
 }

@@ -149,8 +149,8 @@ func startWith(t *testing.T, brokers int, partitions int32, lazyMetadata bool) *
 			Served:       reg.ServedProtocols(),
 			MetadataWait: wait,
 		},
-		Assigner:     p,
-		Upstream:     acceptAll{},
+		Plugins:      p,
+		Forwarder:    acceptAll{},
 		Logger:       testLogger(),
 		NeedMetadata: need,
 	})

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/wasmassign/wasmassign/internal/metrics"
 )
+
+// storms records HookRebalanceStorm calls.
+type storms []string
+
+func (s *storms) OnRebalanceStorm(group, cause string) { *s = append(*s, group+": "+cause) }
 
 func TestCheckStorm_ReportsOncePerWindowWithTheLikelyCause(t *testing.T) {
 	tests := []struct {
@@ -25,9 +26,9 @@ func TestCheckStorm_ReportsOncePerWindowWithTheLikelyCause(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			reg := prometheus.NewRegistry()
+			var hooked storms
 			d := &Driver{
-				cfg:    Config{StormRebalances: 3, StormWindow: time.Minute, Metrics: metrics.New(reg, 0)},
+				cfg:    Config{StormRebalances: 3, StormWindow: time.Minute, Hooks: []Hook{&hooked}},
 				log:    slog.New(slog.NewTextHandler(&logs, nil)),
 				storms: make(map[string]*stormWatch),
 			}
@@ -45,16 +46,16 @@ func TestCheckStorm_ReportsOncePerWindowWithTheLikelyCause(t *testing.T) {
 			if !strings.Contains(logs.String(), tt.wantCause) {
 				t.Errorf("report does not name %q:\n%s", tt.wantCause, logs.String())
 			}
-			if got := testutil.ToFloat64(d.cfg.Metrics.StormCounter(tt.metric, "g")); got != 1 {
-				t.Errorf("storm counter %v, want 1", got)
+			if want := "g: " + tt.metric; len(hooked) != 1 || hooked[0] != want {
+				t.Errorf("storm hook calls %q, want [%q]", hooked, want)
 			}
 			// Spread out, the same number of rebalances is no storm.
 			logs.Reset()
 			for i := range 8 {
 				d.checkStorm("h", start.Add(time.Duration(i)*time.Minute))
 			}
-			if strings.Contains(logs.String(), "rebalance storm") {
-				t.Errorf("rebalances a minute apart reported as a storm:\n%s", logs.String())
+			if strings.Contains(logs.String(), "rebalance storm") || len(hooked) != 1 {
+				t.Errorf("rebalances a minute apart reported as a storm (hook calls %q):\n%s", hooked, logs.String())
 			}
 		})
 	}

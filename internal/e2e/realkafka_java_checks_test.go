@@ -82,7 +82,7 @@ func javaPlugins() map[string]func(*abi.Request) (*abi.Response, error) {
 	return map[string]func(*abi.Request) (*abi.Response, error){
 		"range":              rangeassignor.Assign,
 		"roundrobin":         roundrobin.Assign,
-		"sticky":             sticky.AssignSticky,
+		"sticky":             sticky.AssignEager,
 		"cooperative-sticky": sticky.AssignCooperative,
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/coordinator"
 	"github.com/wasmassign/wasmassign/internal/proxy"
+	"github.com/wasmassign/wasmassign/internal/upstream"
 )
 
 // Driver is what the gateway needs of the coordinator's driver
@@ -34,8 +35,9 @@ type Driver interface {
 	RecordFetchRack(clientID, host, rack string)
 }
 
-// Upstream answers which upstream brokers coordinate groups.
-type Upstream interface {
+// CoordinatorLookup answers which upstream brokers coordinate groups
+// (*upstream.Client is one).
+type CoordinatorLookup interface {
 	// CoordinatorsOf returns the node id of each group's coordinator. A
 	// group whose lookup failed is missing from the map, and the error
 	// says why.
@@ -48,10 +50,10 @@ type Upstream interface {
 // Options configure a Gateway.
 type Options struct {
 	// Manages reports whether the gateway runs group's coordination.
-	Manages  func(group string) bool
-	Driver   Driver
-	Upstream Upstream
-	Logger   *slog.Logger
+	Manages      func(group string) bool
+	Driver       Driver
+	Coordinators CoordinatorLookup
+	Logger       *slog.Logger
 }
 
 // Gateway implements proxy.Interceptor.
@@ -165,7 +167,7 @@ func (g *Gateway) findCoordinator(ctx context.Context, req *kmsg.FindCoordinator
 	if len(managed) == 0 {
 		return proxy.Decision{}, nil
 	}
-	nodes, err := g.opt.Upstream.CoordinatorsOf(ctx, managed)
+	nodes, err := g.opt.Coordinators.CoordinatorsOf(ctx, managed)
 	if err != nil {
 		g.log.Debug("FindCoordinator: the upstream coordinator of a managed group is unknown", "err", err)
 	}
@@ -300,7 +302,7 @@ func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.Lis
 	}
 	var mine []kmsg.ListGroupsResponseGroup
 	if len(ids) > 0 {
-		nodes, err := g.opt.Upstream.CoordinatorsOf(ctx, ids)
+		nodes, err := g.opt.Coordinators.CoordinatorsOf(ctx, ids)
 		if err != nil {
 			g.log.Warn("ListGroups: cannot find the upstream coordinator of some groups; they are left out", "err", err)
 		}
@@ -373,11 +375,11 @@ func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) pro
 		u := up.(*kmsg.OffsetFetchResponse)
 		notFound := kerr.GroupIDNotFound.Code
 		if req.Version < 8 {
-			if coordinatorMoved(u.ErrorCode) || slices.ContainsFunc(u.Topics, func(t kmsg.OffsetFetchResponseTopic) bool {
+			if upstream.CoordinatorMoved(u.ErrorCode) || slices.ContainsFunc(u.Topics, func(t kmsg.OffsetFetchResponseTopic) bool {
 				// v0 and v1 report errors per partition only.
-				return slices.ContainsFunc(t.Partitions, func(p kmsg.OffsetFetchResponseTopicPartition) bool { return coordinatorMoved(p.ErrorCode) })
+				return slices.ContainsFunc(t.Partitions, func(p kmsg.OffsetFetchResponseTopicPartition) bool { return upstream.CoordinatorMoved(p.ErrorCode) })
 			}) {
-				g.opt.Upstream.Forget(req.Group)
+				g.opt.Coordinators.Forget(req.Group)
 			}
 			if u.ErrorCode == notFound {
 				u.ErrorCode = 0
@@ -387,8 +389,8 @@ func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) pro
 		}
 		for i := range u.Groups {
 			rg := &u.Groups[i]
-			if coordinatorMoved(rg.ErrorCode) && g.opt.Manages(rg.Group) {
-				g.opt.Upstream.Forget(rg.Group)
+			if upstream.CoordinatorMoved(rg.ErrorCode) && g.opt.Manages(rg.Group) {
+				g.opt.Coordinators.Forget(rg.Group)
 			}
 			if rg.ErrorCode == notFound && g.opt.Manages(rg.Group) {
 				rg.ErrorCode = 0
@@ -401,12 +403,6 @@ func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) pro
 		}
 		return u
 	}}
-}
-
-// coordinatorMoved reports whether code says a group's coordinator is not
-// the broker asked.
-func coordinatorMoved(code int16) bool {
-	return code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
 }
 
 func unknownOffsets(topics []kmsg.OffsetFetchRequestTopic) []kmsg.OffsetFetchResponseTopic {

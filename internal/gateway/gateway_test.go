@@ -97,10 +97,10 @@ func (*fakeUpstream) CoordinatorsOf(_ context.Context, groups []string) (map[str
 func newGateway(logs *bytes.Buffer) (*Gateway, *fakeDriver) {
 	fc := &fakeDriver{}
 	g := New(Options{
-		Manages:  func(id string) bool { return strings.HasPrefix(id, "m") },
-		Driver:   fc,
-		Upstream: &fakeUpstream{},
-		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
+		Manages:      func(id string) bool { return strings.HasPrefix(id, "m") },
+		Driver:       fc,
+		Coordinators: &fakeUpstream{},
+		Logger:       slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	return g, fc
 }
@@ -273,7 +273,7 @@ func TestIntercept_OffsetFetchOfAManagedGroupUnknownUpstreamIsNoOffsets(t *testi
 // groups leave the memory alone.
 func TestIntercept_OffsetFetchFindingTheCoordinatorMovedForgetsIt(t *testing.T) {
 	g, _ := newGateway(&bytes.Buffer{})
-	up := g.opt.Upstream.(*fakeUpstream)
+	up := g.opt.Coordinators.(*fakeUpstream)
 	moved, unavailable := kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code
 	tests := []struct {
 		name string
@@ -329,7 +329,7 @@ func TestIntercept_DeleteGroupsChecksManagedGroupsFirst(t *testing.T) {
 // addresses unmapped, as JoinGroup names the same client.
 func TestFetchRack_NamesTheClientAsTheCoordinatorDoes(t *testing.T) {
 	d := &fakeDriver{}
-	g := New(Options{Manages: func(string) bool { return true }, Driver: d, Upstream: &fakeUpstream{}})
+	g := New(Options{Manages: func(string) bool { return true }, Driver: d, Coordinators: &fakeUpstream{}})
 	g.FetchRack(proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}, "app", "az-b")
 	g.FetchRack(proxy.ConnInfo{Remote: netip.MustParseAddrPort("[::ffff:10.1.2.4]:4000")}, "app", "az-c")
 	want := []coordinator.FetchRack{{ClientID: "app", Host: "/10.1.2.3", Rack: "az-b"}, {ClientID: "app", Host: "/10.1.2.4", Rack: "az-c"}}
@@ -370,9 +370,9 @@ func (lossyUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[s
 // the retriable COORDINATOR_NOT_AVAILABLE.
 func TestIntercept_FindCoordinatorOfManagedGroupsIsAnsweredLocally(t *testing.T) {
 	g := New(Options{
-		Manages:  func(id string) bool { return strings.HasPrefix(id, "m") },
-		Driver:   &fakeDriver{},
-		Upstream: lossyUpstream{},
+		Manages:      func(id string) bool { return strings.HasPrefix(id, "m") },
+		Driver:       &fakeDriver{},
+		Coordinators: lossyUpstream{},
 	})
 	if !g.Intercepts(int16(kmsg.FindCoordinator)) {
 		t.Fatal("FindCoordinator is not intercepted")

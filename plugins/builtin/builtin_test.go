@@ -193,7 +193,7 @@ func TestBuiltins_WasmAnswersLikeNative(t *testing.T) {
 		"range":                rangeassignor.Assign,
 		"roundrobin":           roundrobin.Assign,
 		leaderrack.Name:        leaderrack.Assign,
-		sticky.StickyName:      sticky.AssignSticky,
+		sticky.EagerName:       sticky.AssignEager,
 		sticky.CooperativeName: sticky.AssignCooperative,
 	}
 	rng := rand.New(rand.NewPCG(7, 11))

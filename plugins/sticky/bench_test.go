@@ -149,7 +149,7 @@ func BenchmarkCooperative(b *testing.B) {
 // BenchmarkSticky is BenchmarkCooperative for the eager assignor, which
 // reads and writes sticky user data.
 func BenchmarkSticky(b *testing.B) {
-	benchAssign(b, sticky.AssignSticky, false, false)
+	benchAssign(b, sticky.AssignEager, false, false)
 }
 
 // BenchmarkCooperativeWithCodec adds the guest's side of the ABI to

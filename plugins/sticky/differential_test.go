@@ -1209,7 +1209,7 @@ func runConformanceScenarios(d *differ) {
 		}
 		var k kind
 		switch name {
-		case StickyName:
+		case EagerName:
 			k = eager
 		case CooperativeName:
 			k = coop

@@ -148,7 +148,7 @@ func randomGeneralCase(rnd *rand.Rand, id int) generalCase {
 	var sc scenario.Scenario
 	sc.Protocol = CooperativeName
 	if rnd.IntN(3) == 0 {
-		sc.Protocol = StickyName
+		sc.Protocol = EagerName
 	}
 	sc.Generation = 5
 	var j strings.Builder
@@ -262,7 +262,7 @@ func randomGeneralCase(rnd *rand.Rand, id int) generalCase {
 		if len(tps) > 0 {
 			own = strings.Join(tps, ",")
 		}
-		if sc.Protocol == StickyName {
+		if sc.Protocol == EagerName {
 			// The eager assignor's ownership and generation travel in
 			// its user data (v0, without a generation, for -1).
 			b := stickyUserData(tps, mem.Generation, mem.Generation >= 0)
@@ -383,8 +383,8 @@ func TestGeneral_MatchesKafkasGeneralAssignmentBuilder(t *testing.T) {
 			t.Fatalf("case %d: %v", i, err)
 		}
 		assign := AssignCooperative
-		if c.sc.Protocol == StickyName {
-			assign = AssignSticky
+		if c.sc.Protocol == EagerName {
+			assign = AssignEager
 		}
 		resp, err := assign(req)
 		if err != nil {

@@ -29,7 +29,7 @@ func (k kind) assign(req *abi.Request) (*abi.Response, error) {
 	if k == coop {
 		return AssignCooperative(req)
 	}
-	return AssignSticky(req)
+	return AssignEager(req)
 }
 
 // run runs the assignor of kind k on req, fails t on an error, and reads

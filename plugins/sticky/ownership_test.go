@@ -104,7 +104,7 @@ func TestSticky_CorruptUserDataMeansNoOwnership(t *testing.T) {
 			ud = good[:rnd.IntN(len(good)+1)]
 		}
 		req := c.request(eager, 4, []memberSpec{{id: "a", topics: topics("topic"), userData: ud}})
-		if _, err := AssignSticky(req); err != nil {
+		if _, err := AssignEager(req); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,13 +9,13 @@ import (
 // Assignor names, which are also the Kafka client protocol names they answer
 // for.
 const (
-	StickyName      = "sticky"
+	EagerName       = "sticky"
 	CooperativeName = "cooperative-sticky"
 )
 
-// StickyInfo describes the eager sticky assignor to the host.
-func StickyInfo() abi.AssignorInfo {
-	return info(StickyName, "Kafka's StickyAssignor: balanced, keeps what members owned (from sticky user data), rack-aware per KIP-881")
+// EagerInfo describes the eager sticky assignor to the host.
+func EagerInfo() abi.AssignorInfo {
+	return info(EagerName, "Kafka's StickyAssignor: balanced, keeps what members owned (from sticky user data), rack-aware per KIP-881")
 }
 
 // CooperativeInfo describes the cooperative sticky assignor to the host. It
@@ -39,12 +39,12 @@ func info(name, description string) abi.AssignorInfo {
 	}
 }
 
-// AssignSticky computes Kafka's StickyAssignor assignment for req, with
+// AssignEager computes Kafka's StickyAssignor assignment for req, with
 // previous ownership read from each member's sticky user data (or, when no
 // member sends any, from the host's previous assignment). Every member gets
 // one MemberAssignment, in request order, carrying v1 sticky user data for
 // req.Generation.
-func AssignSticky(req *abi.Request) (*abi.Response, error) {
+func AssignEager(req *abi.Request) (*abi.Response, error) {
 	return assign(req, false)
 }
 
@@ -57,7 +57,7 @@ func AssignCooperative(req *abi.Request) (*abi.Response, error) {
 }
 
 func assign(req *abi.Request, cooperative bool) (*abi.Response, error) {
-	name := StickyName
+	name := EagerName
 	if cooperative {
 		name = CooperativeName
 	}

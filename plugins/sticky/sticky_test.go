@@ -10,6 +10,6 @@ import (
 // for the Kafka protocol of its own name, in eager and cooperative groups
 // alike.
 func TestSticky_InfoDeclaresEachProtocolForBothModes(t *testing.T) {
-	assignortest.CheckInfo(t, StickyInfo(), "sticky", []string{"sticky"})
+	assignortest.CheckInfo(t, EagerInfo(), "sticky", []string{"sticky"})
 	assignortest.CheckInfo(t, CooperativeInfo(), "cooperative-sticky", []string{"cooperative-sticky"})
 }

@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	guest.Register(sticky.StickyInfo(), sticky.AssignSticky)
+	guest.Register(sticky.EagerInfo(), sticky.AssignEager)
 	guest.Register(sticky.CooperativeInfo(), sticky.AssignCooperative)
 }
 

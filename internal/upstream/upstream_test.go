@@ -1,4 +1,4 @@
-package gateway
+package upstream
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestKgoUpstream_ForwardKeepsTheClientsVersion forwards commits at the
+// TestClient_ForwardKeepsTheClientsVersion forwards commits at the
 // versions older clients send (librdkafka 2.0.2 and kafkajs use v7 and
 // below, naming topics): each must land upstream. Raised to v10, a commit
 // names its topic by an id the client never filled in, and is lost.
-func TestKgoUpstream_ForwardKeepsTheClientsVersion(t *testing.T) {
+func TestClient_ForwardKeepsTheClientsVersion(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(2), kfake.SeedTopics(2, "t"))
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestKgoUpstream_ForwardKeepsTheClientsVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	up := NewKgoUpstream(cl, 0)
+	up := New(cl, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, version := range []int16{2, 5, 7, 8, 9} {
@@ -79,10 +79,10 @@ func TestKgoUpstream_ForwardKeepsTheClientsVersion(t *testing.T) {
 	}
 }
 
-// TestKgoUpstream_CoordinatorsOfBatchesAndRemembers looks up many groups'
+// TestClient_CoordinatorsOfBatchesAndRemembers looks up many groups'
 // coordinators in one FindCoordinator, agrees with the upstream's own
 // answer for each, and asks again only for groups it has not seen.
-func TestKgoUpstream_CoordinatorsOfBatchesAndRemembers(t *testing.T) {
+func TestClient_CoordinatorsOfBatchesAndRemembers(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
 		t.Fatal(err)
@@ -159,11 +159,11 @@ func TestKgoUpstream_CoordinatorsOfBatchesAndRemembers(t *testing.T) {
 	}
 }
 
-// TestKgoUpstream_ConcurrentLookupsOfOneGroupShareOneRequest starts many
+// TestClient_ConcurrentLookupsOfOneGroupShareOneRequest starts many
 // lookups of a new group at once, as the members of a group starting
 // together do: the upstream is asked once, every caller gets its answer,
 // and a lookup that fails fails for every caller waiting on it.
-func TestKgoUpstream_ConcurrentLookupsOfOneGroupShareOneRequest(t *testing.T) {
+func TestClient_ConcurrentLookupsOfOneGroupShareOneRequest(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
 		t.Fatal(err)
@@ -222,22 +222,22 @@ func TestKgoUpstream_ConcurrentLookupsOfOneGroupShareOneRequest(t *testing.T) {
 }
 
 // upstreamOn returns a kgo client of c, closed when the test ends, and a
-// KgoUpstream over it that remembers coordinators for a minute.
-func upstreamOn(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) (*kgo.Client, *KgoUpstream) {
+// Client over it that remembers coordinators for a minute.
+func upstreamOn(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) (*kgo.Client, *Client) {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return cl, NewKgoUpstream(cl, time.Minute)
+	return cl, New(cl, time.Minute)
 }
 
-// TestKgoUpstream_ALookupCutShortIsAskedAgainForTheOthers starts a lookup
+// TestClient_ALookupCutShortIsAskedAgainForTheOthers starts a lookup
 // under a context that ends while the upstream answers, and a second
 // lookup of the same group that waits for it: the second, whose context
 // is still live, asks again and gets the coordinator.
-func TestKgoUpstream_ALookupCutShortIsAskedAgainForTheOthers(t *testing.T) {
+func TestClient_ALookupCutShortIsAskedAgainForTheOthers(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,9 @@
-package gateway
+// Package upstream reaches the upstream Kafka cluster through the gateway's
+// own kgo client, for the two things the layers above need of it: sending a
+// group request the coordinator has checked to the group's upstream
+// coordinator, and knowing which broker coordinates which group. It knows
+// nothing of the proxy, the gateway or the coordinator.
+package upstream
 
 import (
 	"context"
@@ -15,11 +20,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// KgoUpstream reaches the upstream cluster through the gateway's own kgo
-// client: it forwards checked group requests to the group's coordinator
-// (kgo finds it and follows NOT_COORDINATOR), and looks up coordinators for
-// ListGroups merging.
-type KgoUpstream struct {
+// Client reaches the upstream cluster through the gateway's own kgo client:
+// it forwards checked group requests to the group's coordinator (kgo finds
+// it and follows NOT_COORDINATOR), and looks up coordinators for the
+// gateway's FindCoordinator answers and ListGroups merging. It is safe for
+// concurrent use.
+type Client struct {
 	cl  *kgo.Client
 	ttl time.Duration
 
@@ -34,13 +40,13 @@ type cachedNode struct {
 	at   time.Time
 }
 
-// NewKgoUpstream returns an upstream over cl that remembers coordinators
-// for ttl (0 means 30s).
-func NewKgoUpstream(cl *kgo.Client, ttl time.Duration) *KgoUpstream {
+// New returns a Client over cl that remembers coordinators for ttl (0
+// means 30s).
+func New(cl *kgo.Client, ttl time.Duration) *Client {
 	if ttl <= 0 {
 		ttl = 30 * time.Second
 	}
-	return &KgoUpstream{cl: cl, ttl: ttl, known: make(map[string]cachedNode), lookups: make(map[string]*lookup)}
+	return &Client{cl: cl, ttl: ttl, known: make(map[string]cachedNode), lookups: make(map[string]*lookup)}
 }
 
 // Forward sends req to the upstream broker kgo routes it to: the group
@@ -48,7 +54,7 @@ func NewKgoUpstream(cl *kgo.Client, ttl time.Duration) *KgoUpstream {
 // kgo would otherwise raise every request to the highest version both
 // sides know, and a client's OffsetCommit v7 raised to v10 names its topics
 // by a topic id it never filled in, so the upstream drops the commit.
-func (u *KgoUpstream) Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (u *Client) Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	group, single := singleGroup(req)
 	if !single {
 		// kgo routes batched group requests itself; their fields do not
@@ -98,7 +104,7 @@ func movedCoordinator(resp kmsg.Response) bool {
 	case *kmsg.OffsetCommitResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				if coordinatorMoved(p.ErrorCode) {
+				if CoordinatorMoved(p.ErrorCode) {
 					return true
 				}
 			}
@@ -106,27 +112,27 @@ func movedCoordinator(resp kmsg.Response) bool {
 	case *kmsg.TxnOffsetCommitResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				if coordinatorMoved(p.ErrorCode) {
+				if CoordinatorMoved(p.ErrorCode) {
 					return true
 				}
 			}
 		}
 	case *kmsg.OffsetDeleteResponse:
-		return coordinatorMoved(r.ErrorCode)
+		return CoordinatorMoved(r.ErrorCode)
 	}
 	return false
 }
 
 // Forget drops the remembered coordinator of group, so that the next
 // lookup asks the upstream.
-func (u *KgoUpstream) Forget(group string) {
+func (u *Client) Forget(group string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	delete(u.known, group)
 }
 
 // CoordinatorOf returns the node id of group's upstream coordinator.
-func (u *KgoUpstream) CoordinatorOf(ctx context.Context, group string) (int32, error) {
+func (u *Client) CoordinatorOf(ctx context.Context, group string) (int32, error) {
 	nodes, err := u.CoordinatorsOf(ctx, []string{group})
 	if node, ok := nodes[group]; ok {
 		return node, nil
@@ -140,7 +146,7 @@ func (u *KgoUpstream) CoordinatorOf(ctx context.Context, group string) (int32, e
 // already being looked up by another call is waited for, not asked again:
 // fifty consumers of a new group look it up at once. A group whose lookup
 // failed is missing from the map, and err says why for each.
-func (u *KgoUpstream) CoordinatorsOf(ctx context.Context, groups []string) (map[string]int32, error) {
+func (u *Client) CoordinatorsOf(ctx context.Context, groups []string) (map[string]int32, error) {
 	nodes := make(map[string]int32, len(groups))
 	var missing, waited []string
 	var others []*lookup
@@ -240,7 +246,7 @@ type lookup struct {
 
 // lookup asks the upstream for the coordinators of groups. It returns
 // those it learnt, and an error naming the others.
-func (u *KgoUpstream) lookup(ctx context.Context, groups []string, now time.Time) (map[string]cachedNode, error) {
+func (u *Client) lookup(ctx context.Context, groups []string, now time.Time) (map[string]cachedNode, error) {
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorKey = groups[0]
 	req.CoordinatorKeys = groups
@@ -288,7 +294,7 @@ func someOf(groups []string) string {
 // pruneLocked drops expired coordinators, at most once per ttl, so that the
 // cache holds only groups looked up recently rather than every group the
 // gateway ever listed.
-func (u *KgoUpstream) pruneLocked(now time.Time) {
+func (u *Client) pruneLocked(now time.Time) {
 	if now.Sub(u.pruned) < u.ttl {
 		return
 	}
@@ -298,4 +304,11 @@ func (u *KgoUpstream) pruneLocked(now time.Time) {
 			delete(u.known, g)
 		}
 	}
+}
+
+// CoordinatorMoved reports whether code says a group's coordinator is not
+// the broker asked (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE), so the one
+// remembered must be looked up again.
+func CoordinatorMoved(code int16) bool {
+	return code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
 }

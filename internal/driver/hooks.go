@@ -1,0 +1,56 @@
+package driver
+
+import "time"
+
+// Hook observes the driver, for metrics: franz-go's kgo.Hook is the model.
+// A Hook implements any of the interfaces below, and the driver calls each
+// one it implements. Hooks run on the driver's goroutines, the loop
+// included, so they must be quick and must not call the driver. The driver
+// itself imports no metrics library; the daemon's hooks feed Prometheus.
+type Hook any
+
+// HookPluginCall is called after every assignor call, with its duration
+// and, for a failed call, the error's stable reason (the runtime's
+// Error.Reason, or "error"); reason is empty for a call that succeeded.
+type HookPluginCall interface {
+	OnPluginCall(assignor string, took time.Duration, reason string)
+}
+
+// HookFallback is called when a group's assignment moves on from a failed
+// assignor to the next of its chain.
+type HookFallback interface {
+	OnFallback(from, to string)
+}
+
+// HookRebalance is called for every completed rebalance.
+type HookRebalance interface {
+	OnRebalance(group string, generation int32, r Rebalance)
+}
+
+// HookGroupRemoved is called when the coordinator forgets a group (it turned
+// Dead), so that per-group series can go with it.
+type HookGroupRemoved interface {
+	OnGroupRemoved(group string)
+}
+
+// HookRebalanceStorm is called once per storm window for a group that
+// rebalances too often, with the likely cause as a short label from a fixed
+// set.
+type HookRebalanceStorm interface {
+	OnRebalanceStorm(group, cause string)
+}
+
+// HookUpstreamError is called when a forward to the upstream cluster
+// fails; kind is "forward".
+type HookUpstreamError interface {
+	OnUpstreamError(kind string)
+}
+
+// each calls fn with every hook of type H.
+func each[H any](hooks []Hook, fn func(H)) {
+	for _, h := range hooks {
+		if h, ok := h.(H); ok {
+			fn(h)
+		}
+	}
+}
