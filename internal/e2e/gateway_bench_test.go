@@ -32,7 +32,7 @@ import (
 // broker as the upstream (issue 8); its name lacks "Gateway" so that
 // `-bench Gateway` does not start a JVM.
 //
-//	go test ./e2e/ -run '^$' -bench Gateway -benchtime 10x
+//	go test ./internal/e2e/ -run '^$' -bench Gateway -benchtime 10x
 
 const (
 	benchTopic      = "bench"
@@ -941,7 +941,7 @@ func benchCreateTopic(ctx context.Context, b *testing.B, seeds []string, topic s
 // skips when the Kafka jars are not cached (`make kafka-cache`), unless
 // REALKAFKA_REQUIRED=1.
 //
-//	go test ./e2e/ -run '^$' -bench RealKafka -benchtime 5x
+//	go test ./internal/e2e/ -run '^$' -bench RealKafka -benchtime 5x
 
 // BenchmarkRealKafka starts one broker and one daemon for its
 // sub-benchmarks: Throughput (benchThroughput) and Rebalance

@@ -1,5 +1,5 @@
 # Python Kafka clients for the real-Kafka interop tests
-# (e2e/realkafka_python_test.go): a virtualenv in .cache/python with the
+# (internal/e2e/realkafka_python_test.go): a virtualenv in .cache/python with the
 # exact versions of testdata/realkafka/python/requirements.txt, from PyPI
 # wheels only (confluent-kafka bundles its own librdkafka, so nothing is
 # compiled). A copy of the requirements inside the venv records what it

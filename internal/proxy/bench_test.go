@@ -18,7 +18,7 @@ import (
 // connection set-up, which the proxy lengthens by one dial, is not
 // counted.
 //
-//	go test ./proxy/ -run '^$' -bench ProxyThroughput -benchtime 10x
+//	go test ./internal/proxy/ -run '^$' -bench ProxyThroughput -benchtime 10x
 func BenchmarkProxyThroughput(b *testing.B) {
 	const (
 		records = 50_000

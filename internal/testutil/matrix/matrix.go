@@ -4,7 +4,7 @@
 // someone remembered to write.
 //
 // Tests call Record; `make test` points WASMASSIGN_MATRIX at a file, and
-// cmd/matrixgen turns the file into the README's table. With the variable
+// internal/cmd/matrixgen turns the file into the README's table. With the variable
 // unset, Record does nothing, so running one test by hand leaves no trace.
 package matrix
 

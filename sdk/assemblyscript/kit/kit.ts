@@ -1,5 +1,5 @@
 // The AssemblyScript SDK's conformance kit module (sdk/KIT.md): the five kit
-// assignors, written with the SDK's public API only. conformance/kit loads
+// assignors, written with the SDK's public API only. internal/conformance/kit loads
 // the built kit.wasm next to the other SDKs' and checks they behave alike.
 
 import {

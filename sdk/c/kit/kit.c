@@ -1,6 +1,6 @@
 /*
  * kit.c: the C SDK's conformance kit module (sdk/KIT.md). It provides the
- * five kit assignors using only the SDK's public API; conformance/kit loads
+ * five kit assignors using only the SDK's public API; internal/conformance/kit loads
  * the built kit.wasm and checks it behaves like every other SDK's.
  */
 #include "../wasmassign.h"

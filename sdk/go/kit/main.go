@@ -2,7 +2,7 @@
 
 // Command kit is the Go SDK's conformance kit module (sdk/KIT.md): the five
 // kit assignors, written with the Go SDK's public API only (guest.Register,
-// guest.Logf, the abi models and codec). conformance/kit loads the built
+// guest.Logf, the abi models and codec). internal/conformance/kit loads the built
 // kit.wasm next to the other SDKs' and checks that they behave identically.
 // Build it from sdk/go with
 //

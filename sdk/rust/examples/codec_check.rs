@@ -1,6 +1,6 @@
 //! A native driver for the SDK's codec, run by sdk/rust/codectest (Go) to
 //! hold it to the Go codec on mutated, hostile and random buffers
-//! (conformance/kit/codeccheck's Differential).
+//! (internal/conformance/kit/codeccheck's Differential).
 //!
 //! It reads records from stdin, each one byte of kind ('q' request, 'r'
 //! response, 'd' description), a little-endian u32 length and that many

@@ -1,6 +1,6 @@
 // Consume: a Java reference-client group member for the gateway's interop
 // tests, on the cached kafka-clients jars. The tests compile it once with
-// javac and cache the classes (e2e/realkafka_java_process_test.go); it also
+// javac and cache the classes (internal/e2e/realkafka_java_process_test.go); it also
 // runs from source:
 //
 //   java -cp '<cache>/clients/*' Consume.java BOOTSTRAP GROUP TOPIC \

@@ -1,6 +1,6 @@
 //! The Rust SDK's conformance kit module (sdk/KIT.md): five assignors for the
 //! protocol `kit`, written against the SDK's public API only, that the Go
-//! runner in conformance/ compares with every other SDK's kit module.
+//! runner in internal/conformance/ compares with every other SDK's kit module.
 
 use wasmassign::{encode_request, log, Assignor, Level, MemberAssignment, Modes, Request, Response, TopicPartitions};
 
