@@ -96,7 +96,7 @@ bench: build testdata
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
 	cd sdk/go && $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./...
 
-## bench-gateway: issue 5's benchmarks: rebalance latency, paused partitions and throughput, gateway vs kfake direct.
+## bench-gateway: the gateway benchmarks: rebalance latency, paused partitions and throughput, gateway vs kfake direct.
 # The rebalance and throughput benchmarks take more iterations: rebalance
 # figures move in steps of a heartbeat interval, so a median of 10 can land
 # on either side of one (forming the group of 50 is judged by the mean of
@@ -111,7 +111,7 @@ bench-gateway: build
 	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -run '^$$' -bench GatewayThroughput -benchtime 120x ./internal/e2e/
 	WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 30m -run '^$$' -bench GatewayRebalance -benchtime 25x ./internal/e2e/
 
-## bench-realkafka: the gateway benchmarks with a real Kafka 4.4 broker as upstream (issue 8), against the broker's own coordinator.
+## bench-realkafka: the gateway benchmarks with a real Kafka 4.4 broker as upstream, against the broker's own coordinator.
 bench-realkafka: build kafka-cache
 	REALKAFKA_REQUIRED=1 WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 30m -run '^$$' -bench RealKafka -benchtime 5x ./internal/e2e/
 

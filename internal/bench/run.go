@@ -76,8 +76,9 @@ type Result struct {
 	PluginMS float64 `json:"plugin_native_ms,omitempty"`
 	Sandbox  float64 `json:"sandbox,omitempty"`
 	// PeakMemoryMiB is the largest linear memory any instance of the wasm
-	// side's plugin has had so far (issue 3 asks for it at java-large):
-	// filled in by the caller, which owns the plugin.
+	// side's plugin has had so far (at java-large, what a sticky instance
+	// needs at the largest target size): filled in by the caller, which
+	// owns the plugin.
 	PeakMemoryMiB float64 `json:"wasm_peak_memory_mib,omitempty"`
 }
 

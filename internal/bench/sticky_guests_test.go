@@ -43,7 +43,7 @@ func stickyGuests(b *testing.B) map[string]string {
 // around the sticky assignors three ways: package sticky natively, the Go
 // guest and the built-in module through the sandbox. ns/op is one pipeline
 // run; native/op and sandbox-x report the native time and the ratio of
-// the two, the issue's "sandbox's own cost" (at most 3x). Each run gets
+// the two, the sandbox's own cost (the target is at most 3x). Each run gets
 // fresh member ids, as `wasmassign bench` does.
 func BenchmarkStickyGuests(b *testing.B) {
 	ctx := context.Background()

@@ -22,7 +22,7 @@ import (
 )
 
 // TestBadInput_RandomBytesUnderEveryKeyAndVersionLeaveTheDaemonServing is
-// issue 5's live test: a managed group consumes through the daemon binary
+// the live bad-input test: a managed group consumes through the daemon binary
 // while malformed requests under every API key and version (one past the
 // highest, and keys kmsg does not know) arrive on the bootstrap listener and
 // on every broker listener. Group requests among them reach the coordinator.

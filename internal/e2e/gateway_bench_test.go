@@ -22,14 +22,14 @@ import (
 	"github.com/wasmassign/wasmassign/internal/testutil/realkafka"
 )
 
-// The gateway benchmarks of issue 5 (`make bench-gateway`). Each runs the
+// The gateway benchmarks (`make bench-gateway`). Each runs the
 // real `wasmassign serve` in front of an in-process kfake cluster and runs
 // the same kgo clients both through the gateway and directly against that
 // cluster (kfake's own group coordinator), alternating within one run, so
 // the reported ratios cancel out the machine's noise. Both sides have no
 // initial rebalance delay and accept short session timeouts.
 // BenchmarkRealKafka, at the end of the file, repeats them with a real
-// broker as the upstream (issue 8); its name lacks "Gateway" so that
+// broker as the upstream; its name lacks "Gateway" so that
 // `-bench Gateway` does not start a JVM.
 //
 //	go test ./internal/e2e/ -run '^$' -bench Gateway -benchtime 10x
@@ -279,10 +279,10 @@ const quietTime = 250 * time.Millisecond
 // from starting 50 kgo members to the group being stable (every member
 // holding its partitions; join50), then, after the group has settled for
 // settleTime, the time from starting a 51st member to stable again
-// (join1: one member joining a stable group of 50, issue 5's measure),
-// then the time from starting a 52nd member at the very moment the 51
-// became stable (join1-at-stability). Each runs on the three sides of
-// rebalanceSides, taking turns within an iteration. Every figure is the
+// (join1: one member joining a stable group of 50), then the time from
+// starting a 52nd member at the very moment the 51 became stable
+// (join1-at-stability). Each runs on the three sides of rebalanceSides,
+// taking turns within an iteration. Every figure is the
 // median over iterations, so that a few iterations stalled by other
 // processes on the machine do not decide a ratio; the goal for
 // gateway/direct is at most 1.2.
@@ -696,7 +696,7 @@ func pauses(events []kfakegroup.Event, unmoved map[kfakegroup.TopicPartition]boo
 
 // BenchmarkGatewayThroughput produces then consumes the same records
 // through the gateway and directly against the same embedded cluster (the
-// daemon's own, as the issue sets the goal), alternating within one run,
+// daemon's own, on which the goal is set), alternating within one run,
 // with clients warmed up before timing, and reports both rates and their
 // ratio (goal: at least 0.95). The records are consumed without a group,
 // so this measures the data path, not the coordinator.
@@ -931,8 +931,8 @@ func benchCreateTopic(ctx context.Context, b *testing.B, seeds []string, topic s
 	}
 }
 
-// The same benchmarks with a real Apache Kafka broker as the upstream
-// (issue 8): the direct side is the broker's own group coordinator. The
+// The same benchmarks with a real Apache Kafka broker as the upstream:
+// the direct side is the broker's own group coordinator. The
 // broker is the realkafka harness's single KRaft node, which sets
 // group.initial.rebalance.delay.ms to 0 like the gateway's
 // initial_rebalance_delay here; its minimum session timeout is lowered,

@@ -15,7 +15,7 @@ import (
 // produces or consumes through the gateway would otherwise cross loopback
 // TCP twice, and the second crossing, between two parts of one process,
 // cost the daemon half a millisecond of CPU per megabyte relayed, most of
-// it in the kernel (BENCHMARKS.md, session 6). Each broker therefore
+// it in the kernel (RATIONALE.md, BENCHMARKS.md). Each broker therefore
 // accepts connections from two sources: its TCP port, for clients that
 // connect directly (kcat, tests, the direct side of the benchmarks), and
 // [Cluster.Dial].

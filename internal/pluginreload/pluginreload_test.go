@@ -126,8 +126,8 @@ func (r *rig) file(name string) File {
 	return File{}
 }
 
-// TestManager_ValidModuleWrittenInTwoHalvesLoadsOnceComplete is the
-// issue's test: a valid new version written in two halves, one second
+// TestManager_ValidModuleWrittenInTwoHalvesLoadsOnceComplete checks the
+// reload rule: a valid new version written in two halves, one second
 // apart, counts no failure and serves within 5s of the second half.
 func TestManager_ValidModuleWrittenInTwoHalvesLoadsOnceComplete(t *testing.T) {
 	v1, v2 := version(t, "1"), version(t, "2")

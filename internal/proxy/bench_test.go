@@ -189,9 +189,10 @@ func BenchmarkProxyLargeFetch(b *testing.B) {
 }
 
 // BenchmarkRewriteMetadata rewrites a Metadata response (v12, 3 brokers,
-// one topic) as the proxy does, its broker list in place, and as it did
-// before, decoding, rewriting and encoding all of it, taking turns within
-// the run; it reports both times and their ratio (in place over full).
+// one topic) as the proxy does, its broker list in place, and, as the
+// reference, by decoding, rewriting and encoding all of it, taking turns
+// within the run; it reports both times and their ratio (in place over
+// full).
 func BenchmarkRewriteMetadata(b *testing.B) {
 	for _, partitions := range []int{100, 10_000} {
 		resp := kmsg.NewPtrMetadataResponse()

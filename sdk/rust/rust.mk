@@ -1,4 +1,4 @@
-# Rust SDK build fragment (issue 7). Include it from the main Makefile:
+# Rust SDK build fragment. Include it from the main Makefile:
 #
 #   include sdk/rust/rust.mk
 #
@@ -18,8 +18,8 @@ RUST_CARGO    := $(RUST_ENV) cargo
 RUST_WASM     := build --offline --release --target wasm32-unknown-unknown
 RUST_OUT      := target/wasm32-unknown-unknown/release
 RUST_WASM_FILES := sdk/rust/kit/kit.wasm plugins/weighted/weighted.wasm
-# The built-in sticky and cooperative-sticky plugin is Rust (issue 3: the
-# sandbox's cost); package plugins/sticky stays the Go reference, and its
+# The built-in sticky and cooperative-sticky plugin is Rust (for the
+# sandbox's cost, RATIONALE.md); package plugins/sticky stays the Go reference, and its
 # differential test holds the two to identical answers.
 STICKY_CRATE  := plugins/sticky/rust
 

@@ -352,7 +352,7 @@ func uniformRequest(members, topics, partitions int) *abi.Request {
 	return req
 }
 
-// largeRequest is the 2,000-member, 1,000,000-partition group of issue 7
+// largeRequest is the 2,000-member, 1,000,000-partition target-size group
 // (500 topics of 2,000 partitions, every member subscribed to all), with
 // placement for every partition so the request carries every part of the
 // layout at scale.

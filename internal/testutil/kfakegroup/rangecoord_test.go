@@ -14,7 +14,7 @@ import (
 
 // noLeader is the JoinGroup leader id: no member has it, so every member
 // sends an empty SyncGroup and takes the assignment the coordinator hands
-// out (see DESIGN.md, "Server-side assignment for unmodified clients").
+// out (RATIONALE.md, "Why the JoinGroup leader is nobody").
 const noLeader = "server-side-assignment"
 
 // rangeCoordinator is the smallest group coordinator that hands out a

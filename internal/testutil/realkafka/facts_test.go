@@ -14,7 +14,7 @@ import (
 )
 
 // These tests pin down the real broker's behaviour that the gateway's design
-// relies on (see shared/DESIGN.md, "Facts already checked"). kfake differs
+// relies on (docs/FACTS.md lists them). kfake differs
 // on some of them, so they are checked against Apache Kafka itself and stay
 // checked on every upgrade of the cached version.
 

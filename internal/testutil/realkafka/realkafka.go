@@ -10,7 +10,7 @@
 //
 // This package is for tests only. It must never be imported by production
 // code, and it imports nothing of the gateway: it depends only on the
-// standard library, franz-go and the shared test helpers.
+// standard library, franz-go and package testutil.
 package realkafka
 
 import (

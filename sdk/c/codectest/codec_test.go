@@ -15,9 +15,9 @@ import (
 	"github.com/wasmassign/wasmassign/internal/conformance/kit/codeccheck"
 )
 
-// buildChecker compiles test/codec_check.c with the SDK natively. gcc is
-// on every machine here (/work/shared/TOOLCHAINS.md); a machine without a C
-// compiler fails the test rather than skipping it.
+// buildChecker compiles test/codec_check.c with the SDK natively ($CC, or
+// gcc); a machine without a C compiler fails the test rather than
+// skipping it.
 func buildChecker(t *testing.T) string {
 	t.Helper()
 	cc := os.Getenv("CC")
