@@ -13,7 +13,7 @@ import (
 // full upstream round trip before the connection can do anything, which on
 // a busy upstream is most of a client's start-up (measured through the
 // gateway with 50 consumers fetching: a new connection's ApiVersions took
-// 5-50 ms, the request after it a fraction of that; see BENCHMARKS.md).
+// 5-50 ms, the request after it a fraction of that; see RATIONALE.md).
 //
 // The answer is the same for every connection to one broker until the
 // broker is upgraded or its finalized features change, and the proxy
@@ -31,7 +31,7 @@ import (
 // from them.
 //
 // Requests whose answer could differ from the remembered one are forwarded
-// and answered by the broker as before: an error answer is never
+// and answered by the broker: an error answer is never
 // remembered, a request with a client software name or version the broker
 // would refuse as INVALID_REQUEST (KIP-511's pattern) is not answered
 // locally, and a change of the proxy's API table forgets every answer.
