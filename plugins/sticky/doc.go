@@ -130,7 +130,7 @@
 // group with many topics one partition of each, and the response lists one
 // entry per (member, topic). At 2,000 members over 500 topics that is a
 // million entries, against 2,000 for contiguous ranges; writing them
-// dominates the cost of such a group (see BENCHMARKS.md).
+// dominates the cost of such a group (see BENCHMARKS.md in this directory).
 //
 // A group whose members subscribe differently goes through Kafka's general
 // builder partition by partition, which costs O(P log M) and more for
