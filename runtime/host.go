@@ -7,8 +7,9 @@
 // On Linux each instance runs by default in a worker process, this program
 // started again, so that guest code can run without wazero's per-loop
 // deadline checks and still be stopped (killed) at the deadline; see
-// Isolation and docs/design-worker-isolation.md. Programs and test binaries
-// that create a Host must therefore call RunWorkerIfRequested first thing.
+// Isolation and RATIONALE.md ("How a worker is isolated"). Programs and
+// test binaries that create a Host must therefore call RunWorkerIfRequested
+// first thing.
 //
 // The package knows nothing of consumer groups or the Kafka wire protocol: it
 // maps an abi.Request to an abi.Response or an error. It must never import

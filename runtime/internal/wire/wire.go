@@ -1,5 +1,5 @@
 // Package wire is the framing and message codec between a wasmassign host
-// process and its plugin worker processes (see docs/design-worker-isolation.md).
+// process and its plugin worker processes (RATIONALE.md, "How a worker is isolated").
 //
 // A frame is a little-endian u32 body length, a one-byte message type and the
 // body. Bodies are short control messages: bulk bytes (modules, requests,
