@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -54,16 +55,28 @@ func decodeSubscription(b []byte) (*kmsg.ConsumerMemberMetadata, error) {
 	return s, nil
 }
 
-// subscribedTopics returns the sorted, distinct topics of m's subscription
-// for protocol, or nil when the coordinator did not decode one.
-func subscribedTopics(m *member, protocol string) []string {
-	s := m.subs[protocol]
-	if s == nil {
-		return nil
-	}
+// subscription is a member's decoded subscription for one protocol, with
+// its topics sorted and distinct, as assignments and fingerprints need them.
+type subscription struct {
+	*kmsg.ConsumerMemberMetadata
+	// topics is Topics sorted, without repeats; shared, never modified.
+	topics []string
+}
+
+func newSubscription(s *kmsg.ConsumerMemberMetadata) *subscription {
 	ts := slices.Clone(s.Topics)
 	sort.Strings(ts)
-	return slices.Compact(ts)
+	return &subscription{ConsumerMemberMetadata: s, topics: slices.Compact(ts)}
+}
+
+// subscribedTopics returns the sorted, distinct topics of m's subscription
+// for protocol, or nil when the coordinator did not decode one. The slice
+// is shared: callers must not modify it.
+func subscribedTopics(m *member, protocol string) []string {
+	if s := m.subs[protocol]; s != nil {
+		return s.topics
+	}
+	return nil
 }
 
 func equalStrings(a, b []string) bool { return slices.Equal(a, b) }
@@ -171,24 +184,17 @@ func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Respo
 		if m == nil {
 			continue
 		}
-		assigned := make(map[string][]int32)
+		var tps []abi.TopicPartitions
 		var userData []byte
 		if ma := byMember[int32(i)]; ma != nil {
-			userData = ma.UserData
-			for _, tp := range ma.Partitions {
-				if len(tp.Partitions) == 0 {
-					continue
-				}
-				name := js.req.Topics[tp.Topic].Name
-				assigned[name] = append(assigned[name], tp.Partitions...)
-			}
+			tps, userData = mergedByTopic(ma.Partitions), ma.UserData
 		}
-		for t := range assigned {
-			slices.Sort(assigned[t])
-			assigned[t] = slices.Compact(assigned[t])
+		assigned := make(map[string][]int32, len(tps))
+		for _, tp := range tps {
+			assigned[js.req.Topics[tp.Topic].Name] = tp.Partitions
 		}
 		m.assigned = assigned
-		m.assignment = encodeAssignment(assigned, userData, m.subs[g.protocol])
+		m.assignment = encodeAssignmentOf(js.req, tps, userData, m.subs[g.protocol])
 	}
 	g.job = 0
 	if withheld > 0 {
@@ -205,14 +211,11 @@ func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Respo
 	c.becomeStableIfSynced(g)
 }
 
-// encodeAssignment writes a ConsumerProtocolAssignment. Even an empty one is
-// written in full: clients fail to decode a zero-length assignment.
-func encodeAssignment(assigned map[string][]int32, userData []byte, sub *kmsg.ConsumerMemberMetadata) []byte {
-	a := kmsg.NewConsumerMemberAssignment()
-	if sub != nil {
-		// Kafka answers in the version the member subscribed with.
-		a.Version = min(max(sub.Version, 0), 3)
-	}
+// encodeAssignment writes a ConsumerProtocolAssignment, topics by name.
+// Even an empty one is written in full: clients fail to decode a
+// zero-length assignment.
+func encodeAssignment(assigned map[string][]int32, userData []byte, sub *subscription) []byte {
+	a := newAssignment(sub, len(assigned))
 	for _, t := range sortedKeys(assigned) {
 		at := kmsg.NewConsumerMemberAssignmentTopic()
 		at.Topic = t
@@ -222,6 +225,68 @@ func encodeAssignment(assigned map[string][]int32, userData []byte, sub *kmsg.Co
 	a.UserData = userData
 	return a.AppendTo(nil)
 }
+
+// encodeAssignmentOf is encodeAssignment for partitions of req's topic
+// table, ordered by topic index: the table is sorted by name, so they are
+// written in the same order without sorting names.
+func encodeAssignmentOf(req *abi.Request, tps []abi.TopicPartitions, userData []byte, sub *subscription) []byte {
+	a := newAssignment(sub, len(tps))
+	for _, tp := range tps {
+		at := kmsg.NewConsumerMemberAssignmentTopic()
+		at.Topic = req.Topics[tp.Topic].Name
+		at.Partitions = tp.Partitions
+		a.Topics = append(a.Topics, at)
+	}
+	a.UserData = userData
+	return a.AppendTo(nil)
+}
+
+func newAssignment(sub *subscription, topics int) kmsg.ConsumerMemberAssignment {
+	a := kmsg.NewConsumerMemberAssignment()
+	if sub != nil {
+		// Kafka answers in the version the member subscribed with.
+		a.Version = min(max(sub.Version, 0), 3)
+	}
+	a.Topics = make([]kmsg.ConsumerMemberAssignmentTopic, 0, topics)
+	return a
+}
+
+// mergedByTopic returns tps ordered by topic index with one entry per topic,
+// its partitions ascending and distinct, and no empty entries. A plugin
+// answers in topic order, so the common case copies nothing but the list.
+func mergedByTopic(tps []abi.TopicPartitions) []abi.TopicPartitions {
+	out := make([]abi.TopicPartitions, 0, len(tps))
+	for _, tp := range tps {
+		if len(tp.Partitions) > 0 {
+			out = append(out, tp)
+		}
+	}
+	slices.SortStableFunc(out, byTopicIndex)
+	merged := out[:0]
+	for i := 0; i < len(out); {
+		j := i + 1
+		for j < len(out) && out[j].Topic == out[i].Topic {
+			j++
+		}
+		ps := out[i].Partitions
+		if j > i+1 {
+			ps = nil
+			for _, tp := range out[i:j] {
+				ps = append(ps, tp.Partitions...)
+			}
+		}
+		if !strictlyAscending(ps) {
+			ps = slices.Clone(ps)
+			slices.Sort(ps)
+			ps = slices.Compact(ps)
+		}
+		merged = append(merged, abi.TopicPartitions{Topic: out[i].Topic, Partitions: ps})
+		i = j
+	}
+	return merged
+}
+
+func byTopicIndex(a, b abi.TopicPartitions) int { return cmp.Compare(a.Topic, b.Topic) }
 
 // buildRequest describes the group to the plugin. Owned partitions say who
 // still holds what: the member's own report when it rejoined, or, for a
@@ -300,10 +365,14 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 		req.Topics = append(req.Topics, t)
 	}
 	req.ReplicaSets = pl.sets
+	// The topic table is sorted by name, so ordering by index orders by
+	// name without comparing strings.
 	toTPs := func(byTopic map[string][]int32) []abi.TopicPartitions {
-		var out []abi.TopicPartitions
-		for _, name := range sortedKeys(byTopic) {
-			ps := byTopic[name]
+		if len(byTopic) == 0 {
+			return nil
+		}
+		out := make([]abi.TopicPartitions, 0, len(byTopic))
+		for name, ps := range byTopic {
 			if !strictlyAscending(ps) {
 				ps = slices.Clone(ps)
 				slices.Sort(ps)
@@ -313,6 +382,7 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 				out = append(out, abi.TopicPartitions{Topic: index[name], Partitions: ps})
 			}
 		}
+		slices.SortFunc(out, byTopicIndex)
 		return out
 	}
 	allCoop := len(members) > 0

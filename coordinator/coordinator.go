@@ -113,6 +113,10 @@ type Coordinator struct {
 	now    time.Time
 	client Client
 	out    Output
+	// joinSubs are the subscriptions checkProtocols decoded from
+	// joinSubsFor, the JoinGroup being handled, for setProtocols.
+	joinSubs    map[string]*kmsg.ConsumerMemberMetadata
+	joinSubsFor *kmsg.JoinGroupRequest
 }
 
 // New returns a coordinator with no groups. idSeed makes the member ids it
@@ -228,6 +232,7 @@ func (c *Coordinator) Tick(now time.Time) Output {
 func (c *Coordinator) Groups() []string { return c.sortedGroupIDs() }
 
 func (c *Coordinator) begin(now time.Time) {
+	c.joinSubs, c.joinSubsFor = nil, nil
 	c.now = now
 	c.client = Client{}
 	c.out = Output{}

@@ -157,19 +157,20 @@ func (c *Coordinator) Restore(now time.Time, states []GroupState) (Output, error
 				session: ms.SessionTimeout, rebalance: ms.RebalanceTimeout, protocolType: ms.ProtocolType,
 				assignment: slices.Clone(ms.Assignment), assigned: cloneAssignment(ms.Assigned),
 				held: cloneAssignment(ms.Held), heldGen: ms.HeldGeneration,
-				subs: make(map[string]*kmsg.ConsumerMemberMetadata),
+				subs: make(map[string]*subscription),
 			}
 			for _, p := range ms.Protocols {
 				m.protocols = append(m.protocols, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
 				if c.served(ms.ProtocolType, p.Name) {
 					if s, err := decodeSubscription(p.Metadata); err == nil {
-						m.subs[p.Name] = s
+						m.subs[p.Name] = newSubscription(s)
 					}
 				}
 			}
 			m.rack = c.resolveRack(g, m)
 			m.heartbeatDeadline = now.Add(m.session)
 			g.members[m.id] = m
+			g.countOffered(m, 1)
 			if m.instanceID != "" {
 				g.static[m.instanceID] = m.id
 			}

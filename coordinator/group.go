@@ -69,7 +69,7 @@ type member struct {
 	protocolType       string
 	protocols          []kmsg.JoinGroupRequestProtocol
 	// subs holds the decoded subscription of each protocol a plugin serves.
-	subs map[string]*kmsg.ConsumerMemberMetadata
+	subs map[string]*subscription
 	rack string
 	// fetchRack is the KIP-392 rack its client last sent in a Fetch
 	// request, as far as the coordinator has been told (Client.FetchRack,
@@ -148,7 +148,10 @@ type group struct {
 	static  map[string]string    // instance id -> member id
 	pending map[string]time.Time // KIP-394 member ids -> session deadline
 
-	pendingSync    map[string]bool
+	pendingSync map[string]bool
+	// offered counts, for each protocol name, the members that offer it
+	// (countOffered).
+	offered        map[string]int
 	newMemberAdded bool
 
 	joinDeadline     time.Time
@@ -187,6 +190,7 @@ func newGroup(id string, cfg *GroupConfig) *group {
 		static:      make(map[string]string),
 		pending:     make(map[string]time.Time),
 		pendingSync: make(map[string]bool),
+		offered:     make(map[string]int),
 	}
 }
 
@@ -275,23 +279,29 @@ func (g *group) validateMember(memberID, instanceID string) int16 {
 
 // candidates returns the protocols every member supports.
 func (g *group) candidates() map[string]bool {
-	count := make(map[string]int)
-	for _, m := range g.members {
-		seen := make(map[string]bool, len(m.protocols))
-		for _, p := range m.protocols {
-			if !seen[p.Name] {
-				seen[p.Name] = true
-				count[p.Name]++
-			}
-		}
-	}
 	out := make(map[string]bool)
-	for name, n := range count {
+	for name, n := range g.offered {
 		if n == len(g.members) {
 			out[name] = true
 		}
 	}
 	return out
+}
+
+// countOffered adds delta to the count of members offering each protocol m
+// offers, counting a name once per member. Every change to the members or
+// their protocols goes through it (add, remove, setProtocols, Restore), so
+// candidates costs the protocols, not the members: a JoinGroup storm of
+// thousands of members would otherwise be quadratic.
+func (g *group) countOffered(m *member, delta int) {
+	for i, p := range m.protocols {
+		if slices.ContainsFunc(m.protocols[:i], func(q kmsg.JoinGroupRequestProtocol) bool { return q.Name == p.Name }) {
+			continue
+		}
+		if g.offered[p.Name] += delta; g.offered[p.Name] == 0 {
+			delete(g.offered, p.Name)
+		}
+	}
 }
 
 // supportsProtocols is ClassicGroup.supportsProtocols: an empty group takes
@@ -350,6 +360,7 @@ func (g *group) add(m *member) {
 		g.protocolType = m.protocolType
 	}
 	g.members[m.id] = m
+	g.countOffered(m, 1)
 	if m.instanceID != "" {
 		g.static[m.instanceID] = m.id
 	}
@@ -366,6 +377,7 @@ func (g *group) remove(id string) {
 		return
 	}
 	delete(g.members, id)
+	g.countOffered(m, -1)
 	if m.instanceID != "" && g.static[m.instanceID] == id {
 		delete(g.static, m.instanceID)
 	}

@@ -95,16 +95,21 @@ func (c *Coordinator) checkProtocols(g *group, r *kmsg.JoinGroupRequest) int16 {
 	if !g.supportsProtocols(r.ProtocolType, r.Protocols) {
 		return kerr.InconsistentGroupProtocol.Code
 	}
+	decoded := make(map[string]*kmsg.ConsumerMemberMetadata)
 	for _, p := range r.Protocols {
 		if len(p.Metadata) > c.cfg.MaxProtocolMetadataBytes {
 			return kerr.InconsistentGroupProtocol.Code
 		}
 		if c.served(r.ProtocolType, p.Name) {
-			if _, err := decodeSubscription(p.Metadata); err != nil {
+			s, err := decodeSubscription(p.Metadata)
+			if err != nil {
 				return kerr.InconsistentGroupProtocol.Code
 			}
+			decoded[p.Name] = s // a repeated name: the last one counts, as below
 		}
 	}
+	// setProtocols takes these rather than decoding the same bytes again.
+	c.joinSubs, c.joinSubsFor = decoded, r
 	return 0
 }
 
@@ -236,15 +241,28 @@ func (c *Coordinator) setProtocols(g *group, m *member, r *kmsg.JoinGroupRequest
 		m.rebalance = ms(r.RebalanceTimeoutMillis)
 	}
 	m.protocolType = r.ProtocolType
+	inGroup := g.members[m.id] == m
+	if inGroup {
+		g.countOffered(m, -1)
+	}
 	m.protocols = append([]kmsg.JoinGroupRequestProtocol(nil), r.Protocols...)
-	m.subs = make(map[string]*kmsg.ConsumerMemberMetadata)
+	if inGroup {
+		g.countOffered(m, 1)
+	}
+	m.subs = make(map[string]*subscription)
 	for _, p := range m.protocols {
-		if c.served(r.ProtocolType, p.Name) {
-			if s, err := decodeSubscription(p.Metadata); err == nil {
-				m.subs[p.Name] = s
-				c.needMetadata(s.Topics)
+		if !c.served(r.ProtocolType, p.Name) {
+			continue
+		}
+		s, ok := c.joinSubs[p.Name]
+		if c.joinSubsFor != r || !ok {
+			var err error
+			if s, err = decodeSubscription(p.Metadata); err != nil {
+				continue
 			}
 		}
+		m.subs[p.Name] = newSubscription(s)
+		c.needMetadata(s.Topics)
 	}
 	// A rejoin from the member's own client brings the driver's latest
 	// sighting of its Fetch rack, if it has one.

@@ -203,8 +203,10 @@ func (c *Coordinator) offsetDelete(id RequestID, r *kmsg.OffsetDeleteRequest) {
 func (c *Coordinator) groupTopics(g *group) (topics map[string]bool, known bool) {
 	topics = make(map[string]bool)
 	for _, m := range g.members {
-		s := m.subs[g.protocol]
-		if s == nil {
+		var s *kmsg.ConsumerMemberMetadata
+		if sub := m.subs[g.protocol]; sub != nil {
+			s = sub.ConsumerMemberMetadata
+		} else {
 			var err error
 			if s, err = decodeSubscription(m.metadataFor(g.protocol)); err != nil {
 				return nil, false

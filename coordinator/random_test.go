@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -302,6 +303,20 @@ func (w *world) check() error {
 	g := w.h.c.groups["g"]
 	if g == nil {
 		return nil
+	}
+	// The counts behind candidates agree with the members' protocols.
+	want := map[string]int{}
+	for _, m := range g.members {
+		seen := map[string]bool{}
+		for _, p := range m.protocols {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				want[p.Name]++
+			}
+		}
+	}
+	if !maps.Equal(want, g.offered) {
+		return fmt.Errorf("offered protocol counts %v, members offer %v", g.offered, want)
 	}
 	if g.generation < w.lastGen {
 		return fmt.Errorf("generation went back from %d to %d", w.lastGen, g.generation)
