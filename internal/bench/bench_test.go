@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/plugins/builtin"
+	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
@@ -26,30 +27,47 @@ func ownedOf(req *abi.Request, m *abi.Member) map[string][]int32 {
 	return out
 }
 
-func TestRequestFromJoin_RoundTripsOwnershipAndGeneration(t *testing.T) {
+// TestGroupPath_ThePluginSeesWhatMembersOwnAndSubscribe runs the daemon's
+// path over two phases: members join, then rejoin reporting owned
+// partitions at the generation they got. The request the plugin sees on
+// rejoin must carry each member's subscription (sorted), what it reports
+// owning and at which generation, members in Kafka's order (static by
+// instance id first), and a topic table sorted by name in which a topic the
+// cluster lacks is marked absent.
+func TestGroupPath_ThePluginSeesWhatMembersOwnAndSubscribe(t *testing.T) {
 	tests := []struct {
 		name    string
 		members []Member
 	}{
 		{"owned and unowned dynamic members", []Member{
-			{ID: "b", Topics: []string{"t1", "t0"}, Owned: map[string][]int32{"t0": {2, 0}, "t1": {1}}, Generation: 7},
+			{ID: "b", Topics: []string{"t1", "t0"}, Owned: map[string][]int32{"t0": {2, 0}, "t1": {1}}, Generation: 1},
 			{ID: "a", Topics: []string{"t0"}, Generation: -1},
 		}},
 		{"static members sort first and keep what they own", []Member{
-			{ID: "a", Topics: []string{"t0"}, Owned: map[string][]int32{"t0": {1}}, Generation: 3},
-			{ID: "z", InstanceID: "i1", Topics: []string{"t1"}, Owned: map[string][]int32{"t1": {0, 2}}, Generation: 4},
+			{ID: "a", Topics: []string{"t0"}, Owned: map[string][]int32{"t0": {1}}, Generation: 1},
+			{ID: "z", InstanceID: "i1", Topics: []string{"t1"}, Owned: map[string][]int32{"t1": {0, 2}}, Generation: 1},
 			{ID: "y", InstanceID: "i0", Topics: []string{"t0", "t1"}, Generation: -1},
 		}},
 		{"owned partitions of a deleted topic", []Member{
-			{ID: "a", Topics: []string{"t0"}, Owned: map[string][]int32{"gone": {0}, "t0": {0}}, Generation: 9},
+			{ID: "a", Topics: []string{"t0"}, Owned: map[string][]int32{"gone": {0}, "t0": {0}}, Generation: 1},
 		}},
 	}
 	partitions := map[string]int32{"t0": 3, "t1": 3}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			join := EncodeMembers(tt.members, "-x")
-			req, err := RequestFromJoin(Group{ID: "g", Generation: 10, Protocol: "range", Partitions: partitions}, join)
-			if err != nil {
+			var req *abi.Request
+			gp := newGroupPath("range", "range", abi.Eager, metadataOf(partitions), func(r *abi.Request) (*abi.Response, error) {
+				req = r
+				return rangeassignor.Assign(r)
+			})
+			first := slices.Clone(tt.members)
+			for i := range first {
+				first[i].Owned, first[i].Generation = nil, -1
+			}
+			if _, err := gp.run("g", EncodeMembers(first, "-x")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := gp.run("g", EncodeMembers(tt.members, "-x")); err != nil {
 				t.Fatal(err)
 			}
 			if len(req.Members) != len(tt.members) {
@@ -61,23 +79,23 @@ func TestRequestFromJoin_RoundTripsOwnershipAndGeneration(t *testing.T) {
 			for i := 1; i < len(req.Members); i++ {
 				a, b := &req.Members[i-1], &req.Members[i]
 				aStatic, bStatic := a.InstanceID != "", b.InstanceID != ""
-				if (!aStatic && bStatic) || (aStatic == bStatic && (a.InstanceID+"\x00"+a.MemberID) > (b.InstanceID+"\x00"+b.MemberID)) {
+				if (!aStatic && bStatic) || (aStatic == bStatic && aStatic && a.InstanceID > b.InstanceID) {
 					t.Errorf("members %q and %q out of Kafka order", a.MemberID, b.MemberID)
 				}
 			}
 			for _, want := range tt.members {
-				i := slices.IndexFunc(req.Members, func(m abi.Member) bool { return m.MemberID == want.ID+"-x" })
+				i := slices.IndexFunc(req.Members, func(m abi.Member) bool { return m.MemberID == gp.ids[want.ID+"-x"] })
 				if i < 0 {
 					t.Fatalf("member %q missing", want.ID)
 				}
 				got := &req.Members[i]
-				if got.OwnedGeneration != want.Generation {
+				if len(want.Owned) > 0 && got.OwnedGeneration != want.Generation {
 					t.Errorf("%s: owned generation %d, want %d", want.ID, got.OwnedGeneration, want.Generation)
 				}
 				if (want.InstanceID == "") != (got.InstanceID == "") {
 					t.Errorf("%s: instance id %q, want one only if %q set", want.ID, got.InstanceID, want.InstanceID)
 				}
-				if g := ownedOf(req, got); !equalOwned(g, want.Owned) {
+				if g := ownedOf(req, got); !equalOwned(g, sortedOwned(want.Owned)) {
 					t.Errorf("%s: owned %v, want %v", want.ID, g, want.Owned)
 				}
 				var subs []string
@@ -96,6 +114,19 @@ func TestRequestFromJoin_RoundTripsOwnershipAndGeneration(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sortedOwned is owned with each topic's partitions ascending, as the
+// coordinator hands them to a plugin.
+func sortedOwned(owned map[string][]int32) map[string][]int32 {
+	if owned == nil {
+		return nil
+	}
+	out := make(map[string][]int32, len(owned))
+	for t, ps := range owned {
+		out[t] = slices.Sorted(slices.Values(ps))
+	}
+	return out
 }
 
 func compareStrings(a, b string) int {
@@ -167,7 +198,7 @@ func TestRun_BothSidesAssignEveryPartitionOnce(t *testing.T) {
 			o := Options{Assignor: a, Protocol: name, Native: native, Runs: 1}
 			g := Group{ID: "g", Generation: 1, Protocol: name, Partitions: c.Partitions}
 			join := EncodeMembers(c.Initial, "-0")
-			for side, run := range map[string]side{"wasm": o.wasm, "kgo": o.native} {
+			for side, run := range map[string]side{"wasm": o.wasm(ctx, metadataOf(c.Partitions)), "kgo": o.native} {
 				sync, err := run(ctx, g, join)
 				if err != nil {
 					t.Fatalf("%s: %v", side, err)

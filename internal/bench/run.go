@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/wasmassign/wasmassign/coordinator/handover"
+	"github.com/wasmassign/wasmassign/coordinator"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
@@ -45,9 +45,10 @@ type Options struct {
 	// Native is the kgo side.
 	Native kgo.GroupBalancer
 	// Plugin, when set, is the same assignor's Go package run natively: a
-	// third side with the wasm side's whole pipeline (decode metadata,
-	// assign, withhold, encode) but no sandbox, so that wasm/plugin is the
-	// sandbox's own cost.
+	// third side with the wasm side's whole path (the daemon's coordinator
+	// decoding each JoinGroup, building the request, validating, withholding
+	// and encoding) but no sandbox, so that wasm/plugin is the sandbox's own
+	// cost.
 	Plugin func(*abi.Request) (*abi.Response, error)
 	// Runs is how many times each side runs each phase.
 	Runs int
@@ -83,36 +84,37 @@ type Result struct {
 }
 
 // side is one way of turning JoinGroup members into SyncGroup assignments.
+// A side made for a run serves that run's phases in order, so it may keep
+// the group between them, as the daemon does.
 type side func(ctx context.Context, g Group, members []kmsg.JoinGroupResponseMember) ([]kmsg.SyncGroupRequestGroupAssignment, error)
 
-func (o Options) wasm(ctx context.Context, g Group, members []kmsg.JoinGroupResponseMember) ([]kmsg.SyncGroupRequestGroupAssignment, error) {
-	return o.pipeline(g, members, func(req *abi.Request) (*abi.Response, error) { return o.Assignor.Assign(ctx, req) })
+// wasm is the daemon's path (groupPath) with the plugin run in the sandbox.
+func (o Options) wasm(ctx context.Context, md *coordinator.Metadata) side {
+	return o.daemonPath(md, func(req *abi.Request) (*abi.Response, error) { return o.Assignor.Assign(ctx, req) })
 }
 
-// plugin is the wasm side's pipeline with the assignor called natively.
-func (o Options) plugin(_ context.Context, g Group, members []kmsg.JoinGroupResponseMember) ([]kmsg.SyncGroupRequestGroupAssignment, error) {
-	return o.pipeline(g, members, o.Plugin)
+// plugin is the daemon's path with the assignor's Go package called
+// natively, laid out as the runtime would hand it the request: wasm/plugin
+// is the sandbox's own cost.
+func (o Options) plugin(md *coordinator.Metadata) side {
+	return o.daemonPath(md, func(req *abi.Request) (*abi.Response, error) {
+		send := req.Expanded()
+		if o.Assignor.Info.Grouped {
+			send = req.Grouped()
+		}
+		resp, err := o.Plugin(send)
+		if err != nil || req.TopicLists != nil {
+			return resp, err
+		}
+		return resp.Expanded(), nil
+	})
 }
 
-// pipeline is what a host does around an assignor: decode the members'
-// metadata, assign, withhold for a cooperative handover, encode.
-func (o Options) pipeline(g Group, members []kmsg.JoinGroupResponseMember, assign func(*abi.Request) (*abi.Response, error)) ([]kmsg.SyncGroupRequestGroupAssignment, error) {
-	req, err := RequestFromJoin(g, members)
-	if err != nil {
-		return nil, err
+func (o Options) daemonPath(md *coordinator.Metadata, assign func(*abi.Request) (*abi.Response, error)) side {
+	gp := newGroupPath(o.Protocol, o.Assignor.Info.Name, o.Rebalance, md, assign)
+	return func(_ context.Context, g Group, members []kmsg.JoinGroupResponseMember) ([]kmsg.SyncGroupRequestGroupAssignment, error) {
+		return gp.run(g.ID, members)
 	}
-	if !o.Assignor.Info.Grouped {
-		// Only an assignor that declares the grouped layout reads it.
-		req = req.Expanded()
-	}
-	resp, err := assign(req)
-	if err != nil {
-		return nil, err
-	}
-	if req.RebalanceProtocol == abi.Cooperative {
-		resp, _ = handover.Withhold(req, resp)
-	}
-	return EncodeResponse(req, resp), nil
 }
 
 // native does what a kgo group leader does: sort the members, balance the
@@ -164,10 +166,12 @@ func Run(ctx context.Context, c *Case, o Options) ([]Result, error) {
 		phases = 2
 	}
 	// times[phase][side] holds one duration per run; side 0 is wasm, 1
-	// kgo, 2 the native plugin when there is one.
-	sides := []side{o.wasm, o.native}
+	// kgo, 2 the native plugin when there is one. Each run gets fresh
+	// sides, so no run finds a group an earlier one left.
+	md := metadataOf(c.Partitions)
+	sides := []func() side{func() side { return o.wasm(ctx, md) }, func() side { return o.native }}
 	if o.Plugin != nil {
-		sides = append(sides, o.plugin)
+		sides = append(sides, func() side { return o.plugin(md) })
 	}
 	n := len(sides)
 	times := make([][][]time.Duration, phases)
@@ -182,7 +186,8 @@ func Run(ctx context.Context, c *Case, o Options) ([]Result, error) {
 		for k := range n {
 			si := (k + r) % n
 			g := Group{ID: "bench-" + c.Name, Generation: 1, Protocol: o.Protocol, Rebalance: o.Rebalance, Partitions: c.Partitions}
-			first, d, err := timed(ctx, sides[si], g, initial)
+			s := sides[si]()
+			first, d, err := timed(ctx, s, g, initial)
 			if err != nil {
 				return nil, fmt.Errorf("%s, phase initial, %s side: %w", c.Name, sideName(si), err)
 			}
@@ -196,7 +201,7 @@ func Run(ctx context.Context, c *Case, o Options) ([]Result, error) {
 			}
 			rejoinMembers = c.Rejoin(owned)
 			g.Generation = 2
-			second, d, err := timed(ctx, sides[si], g, EncodeMembers(rejoinMembers, suffix))
+			second, d, err := timed(ctx, s, g, EncodeMembers(rejoinMembers, suffix))
 			if err != nil {
 				return nil, fmt.Errorf("%s, phase rejoin, %s side: %w", c.Name, sideName(si), err)
 			}

@@ -39,7 +39,8 @@ func stickyGuests(b *testing.B) map[string]string {
 }
 
 // BenchmarkStickyGuests times, for each built-in bench case and phase, the
-// host's pipeline (decode the members' metadata, assign, withhold, encode)
+// daemon's path (the coordinator decoding each JoinGroup, building the
+// request, validating, withholding and encoding each SyncGroup answer)
 // around the sticky assignors three ways: package sticky natively, the Go
 // guest and the built-in module through the sandbox. ns/op is one pipeline
 // run; native/op and sandbox-x report the native time and the ratio of
@@ -75,6 +76,7 @@ func BenchmarkStickyGuests(b *testing.B) {
 			base := Options{Protocol: assignor, Rebalance: rebalance, Plugin: native,
 				Assignor: &wasmruntime.Assignor{Info: info, Plugin: plugins["builtin"]}}
 			g := Group{ID: "bench-" + c.Name, Generation: 1, Protocol: assignor, Rebalance: rebalance, Partitions: c.Partitions}
+			md := metadataOf(c.Partitions)
 			// The rejoin starts from the native initial answer; the
 			// differential test holds the guests to the same one.
 			phases := []struct {
@@ -83,7 +85,7 @@ func BenchmarkStickyGuests(b *testing.B) {
 				gen     int32
 			}{{"initial", c.Initial, 1}}
 			if c.Rejoin != nil {
-				first, err := base.plugin(ctx, g, EncodeMembers(c.Initial, "-r"))
+				first, err := base.plugin(md)(ctx, g, EncodeMembers(c.Initial, "-r"))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -102,18 +104,29 @@ func BenchmarkStickyGuests(b *testing.B) {
 				var nativeNS float64
 				for _, sideName := range []string{"native", "go-guest", "builtin"} {
 					o := base
-					run := o.plugin
+					mk := func() side { return o.plugin(md) }
 					if sideName != "native" {
 						gi, _ := plugins[sideName].Assignor(assignor)
 						o.Assignor = &wasmruntime.Assignor{Info: gi, Plugin: plugins[sideName]}
-						run = o.wasm
+						mk = func() side { return o.wasm(ctx, md) }
 					}
 					b.Run(fmt.Sprintf("case=%s/assignor=%s/phase=%s/side=%s", c.Name, assignor, ph.name, sideName), func(b *testing.B) {
 						var total time.Duration
 						runs := 0
 						for ; b.Loop(); runs++ {
 							b.StopTimer()
-							members := EncodeMembers(ph.members, fmt.Sprintf("-r%d", runs))
+							suffix := fmt.Sprintf("-r%d", runs)
+							run := mk()
+							if ph.name == "rejoin" {
+								// The group the rejoin finds, as the daemon
+								// would hold it.
+								g.Generation = 1
+								if _, err := run(ctx, g, EncodeMembers(c.Initial, suffix)); err != nil {
+									b.Fatal(err)
+								}
+								g.Generation = ph.gen
+							}
+							members := EncodeMembers(ph.members, suffix)
 							b.StartTimer()
 							d, err := timedRun(ctx, run, g, members)
 							if err != nil {
