@@ -476,41 +476,17 @@ func (pl *placement) set(ids []int32) uint32 {
 }
 
 // validateResponse checks a plugin's answer against its request before any
-// member sees it: known members, existing subscribed topics, partitions in
-// range, none assigned twice.
+// member sees it, by the ABI's response rules (abi.ValidateResponse). An
+// assignor may leave partitions unassigned here: the runtime has held it
+// to its own declaration, which the coordinator does not know. The request
+// is plain and finishAssignment reads every entry as a topic index, so a
+// reference to a topic list is out of range whatever lists the response
+// carries.
 func validateResponse(req *abi.Request, resp *abi.Response) error {
-	seen := make([]bool, len(req.Members))
-	taken := make([][]bool, len(req.Topics))
-	for _, ma := range resp.Members {
-		if ma.Member < 0 || int(ma.Member) >= len(req.Members) {
-			return fmt.Errorf("%w: member index %d", ErrInvalidAssignment, ma.Member)
-		}
-		if seen[ma.Member] {
-			return fmt.Errorf("%w: member %q answered twice", ErrInvalidAssignment, req.Members[ma.Member].MemberID)
-		}
-		seen[ma.Member] = true
-		m := &req.Members[ma.Member]
-		for _, tp := range ma.Partitions {
-			if tp.Topic < 0 || int(tp.Topic) >= len(req.Topics) || !req.Topics[tp.Topic].Exists {
-				return fmt.Errorf("%w: topic index %d", ErrInvalidAssignment, tp.Topic)
-			}
-			t := &req.Topics[tp.Topic]
-			if _, ok := slices.BinarySearch(m.Topics, tp.Topic); !ok {
-				return fmt.Errorf("%w: member %q did not subscribe to %q", ErrInvalidAssignment, m.MemberID, t.Name)
-			}
-			if taken[tp.Topic] == nil {
-				taken[tp.Topic] = make([]bool, t.PartitionCount)
-			}
-			for _, p := range tp.Partitions {
-				if p < 0 || p >= t.PartitionCount {
-					return fmt.Errorf("%w: partition %s-%d does not exist", ErrInvalidAssignment, t.Name, p)
-				}
-				if taken[tp.Topic][p] {
-					return fmt.Errorf("%w: partition %s-%d assigned twice", ErrInvalidAssignment, t.Name, p)
-				}
-				taken[tp.Topic][p] = true
-			}
-		}
+	plain := *resp
+	plain.TopicLists = nil
+	if err := abi.ValidateResponse(req, &plain, abi.AssignorInfo{MayLeaveUnassigned: true}); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidAssignment, err)
 	}
 	return nil
 }

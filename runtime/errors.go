@@ -3,6 +3,8 @@ package wasmruntime
 import (
 	"errors"
 	"fmt"
+
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
 // Sentinel errors that every *Error wraps as its Kind, so callers branch with
@@ -36,20 +38,20 @@ var (
 )
 
 // Rule names the validation rule an invalid response broke.
-type Rule string
+type Rule = abi.Rule
 
-// The rules of sdk/ABI.md, section 5.
+// The rules of sdk/ABI.md, section 5, as package abi names them.
 const (
-	RuleMalformed          Rule = "malformed response"
-	RuleOutputSize         Rule = "response too large"
-	RuleMemberIndex        Rule = "member not in request"
-	RuleDuplicateMember    Rule = "member assigned twice"
-	RuleTopicIndex         Rule = "topic not in request"
-	RuleNonexistentTopic   Rule = "topic does not exist"
-	RulePartitionRange     Rule = "partition does not exist"
-	RuleDuplicatePartition Rule = "partition assigned twice"
-	RuleUnsubscribed       Rule = "topic not subscribed"
-	RuleUnassigned         Rule = "subscribed partition unassigned"
+	RuleMalformed          = abi.RuleMalformed
+	RuleOutputSize         = abi.RuleOutputSize
+	RuleMemberIndex        = abi.RuleMemberIndex
+	RuleDuplicateMember    = abi.RuleDuplicateMember
+	RuleTopicIndex         = abi.RuleTopicIndex
+	RuleNonexistentTopic   = abi.RuleNonexistentTopic
+	RulePartitionRange     = abi.RulePartitionRange
+	RuleDuplicatePartition = abi.RuleDuplicatePartition
+	RuleUnsubscribed       = abi.RuleUnsubscribed
+	RuleUnassigned         = abi.RuleUnassigned
 )
 
 // Error is the error type of this package. Its message reads like
@@ -122,8 +124,4 @@ func (e *Error) Reason() string {
 		return "closed"
 	}
 	return "unknown"
-}
-
-func invalid(rule Rule, format string, args ...any) *Error {
-	return &Error{Kind: ErrInvalidOutput, Rule: rule, Detail: fmt.Sprintf(format, args...)}
 }
