@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wasmassign/wasmassign/coordinator/handover"
+	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
@@ -492,45 +493,15 @@ func validateResponse(req *abi.Request, resp *abi.Response) error {
 }
 
 // lastResortRange is Kafka's range assignment without racks, computed by the
-// coordinator itself when every plugin has failed.
+// coordinator itself when every plugin has failed: the range plugin's own
+// algorithm, run in process, so that it cannot fail the way the plugin did.
+// It errs only on a subscription to a topic the request lacks, which
+// buildRequest never writes; should it ever, nobody gets anything, which
+// still keeps the group valid.
 func lastResortRange(req *abi.Request) *abi.Response {
-	resp := &abi.Response{}
-	parts := make([][]abi.TopicPartitions, len(req.Members))
-	for t := range req.Topics {
-		topic := &req.Topics[t]
-		if !topic.Exists || topic.PartitionCount <= 0 {
-			continue
-		}
-		var subs []int
-		for i := range req.Members {
-			if _, ok := slices.BinarySearch(req.Members[i].Topics, int32(t)); ok {
-				subs = append(subs, i)
-			}
-		}
-		if len(subs) == 0 {
-			continue
-		}
-		n := int(topic.PartitionCount)
-		quota, extra := n/len(subs), n%len(subs)
-		next := 0
-		for k, i := range subs {
-			take := quota
-			if k < extra {
-				take++
-			}
-			if take == 0 {
-				continue
-			}
-			ps := make([]int32, take)
-			for j := range ps {
-				ps[j] = int32(next + j)
-			}
-			next += take
-			parts[i] = append(parts[i], abi.TopicPartitions{Topic: int32(t), Partitions: ps})
-		}
-	}
-	for i, p := range parts {
-		resp.Members = append(resp.Members, abi.MemberAssignment{Member: int32(i), Partitions: p})
+	resp, err := rangeassignor.AssignWithoutRacks(req)
+	if err != nil {
+		return &abi.Response{}
 	}
 	return resp
 }

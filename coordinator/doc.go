@@ -13,7 +13,8 @@
 // protocols plugins serve. Replies and effects come out. So a recorded run
 // replays byte for byte. It must never import the runtime (plugins are
 // reached through Job values), the proxy, wazero or anything that does
-// I/O. It imports kmsg/kerr, the abi model and handover.
+// I/O. It imports kmsg/kerr, the abi model, handover and the range
+// plugin's pure algorithm (plugins/range), its last resort.
 //
 // # Server-side assignment
 //

@@ -34,10 +34,31 @@ type options struct {
 	preferRackAware bool
 }
 
-func assign(req *abi.Request, opt options) (*abi.Response, error) {
+// AssignWithoutRacks computes Kafka's range assignment for req as if no
+// member had a rack: the classic layout, as RangeAssignor computed it
+// before KIP-881. It returns one MemberAssignment per member, in request
+// order. The coordinator assigns with it when every plugin has failed, so
+// that its last resort is this package's range and not a second one.
+func AssignWithoutRacks(req *abi.Request) (*abi.Response, error) {
+	v, err := view(req)
+	if err != nil {
+		return nil, err
+	}
+	return plainLayout(v).Response(), nil
+}
+
+func view(req *abi.Request) (*groupview.View, error) {
 	v, err := groupview.New(req)
 	if err != nil {
 		return nil, fmt.Errorf("range: %w", err)
+	}
+	return v, nil
+}
+
+func assign(req *abi.Request, opt options) (*abi.Response, error) {
+	v, err := view(req)
+	if err != nil {
+		return nil, err
 	}
 	rv, err := newRackView(req, v, opt)
 	if err != nil {
