@@ -92,7 +92,7 @@ func groupedJSON(v any) any {
 		for i, m := range v.Members {
 			gm := groupedMemberJSON{jsonMember: j.jsonRequest.Members[i], Owned: groupedTPs(m.Owned), Previous: groupedTPs(m.Previous)}
 			if len(m.Topics) > 0 {
-				k := slices.IndexFunc(v.TopicLists, func(l []int32) bool { return sameSlice(l, m.Topics) })
+				k := slices.IndexFunc(v.TopicLists, func(l []int32) bool { return abi.SameSlice(l, m.Topics) })
 				if k < 0 {
 					k = slices.IndexFunc(v.TopicLists, func(l []int32) bool { return slices.Equal(l, m.Topics) })
 				}
@@ -123,10 +123,6 @@ func groupedJSON(v any) any {
 		return j
 	}
 	panic("groupedJSON: unknown kind")
-}
-
-func sameSlice(a, b []int32) bool {
-	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 // groupedRequest has every section 7 feature: a table of three lists, one

@@ -102,3 +102,16 @@ func TestResponseExpanded_ListsEveryTopicOfEachList(t *testing.T) {
 		}
 	}
 }
+
+// TestSameSlice_IsIdentityNotEquality: the codec shares one subscription
+// slice among members and tells repeats apart by the slice header, which
+// slices.Equal would not do.
+func TestSameSlice_IsIdentityNotEquality(t *testing.T) {
+	a := []int32{1, 2, 3}
+	if !abi.SameSlice(a, a) || !abi.SameSlice(nil, []int32{}) {
+		t.Error("a slice is not the same as itself")
+	}
+	if abi.SameSlice(a, []int32{1, 2, 3}) || abi.SameSlice(a, a[:2]) || abi.SameSlice(a[1:], a[:2]) {
+		t.Error("distinct slices are the same")
+	}
+}
