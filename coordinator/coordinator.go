@@ -140,26 +140,26 @@ func New(cfg Config, idSeed uint64) (*Coordinator, error) {
 // and false for keys it does not handle. A gateway advertises these in
 // ApiVersions; requests above them get UNSUPPORTED_VERSION.
 func MaxVersion(key int16) (int16, bool) {
-	switch key {
-	case 11: // JoinGroup
+	switch kmsg.Key(key) {
+	case kmsg.JoinGroup:
 		return 9, true
-	case 14: // SyncGroup
+	case kmsg.SyncGroup:
 		return 5, true
-	case 12: // Heartbeat
+	case kmsg.Heartbeat:
 		return 4, true
-	case 13: // LeaveGroup
+	case kmsg.LeaveGroup:
 		return 5, true
-	case 15: // DescribeGroups
+	case kmsg.DescribeGroups:
 		return 5, true
-	case 16: // ListGroups
+	case kmsg.ListGroups:
 		return 5, true
-	case 8: // OffsetCommit
+	case kmsg.OffsetCommit:
 		return 10, true
-	case 28: // TxnOffsetCommit
+	case kmsg.TxnOffsetCommit:
 		return 4, true
-	case 42: // DeleteGroups
+	case kmsg.DeleteGroups:
 		return 2, true
-	case 47: // OffsetDelete
+	case kmsg.OffsetDelete:
 		return 0, true
 	}
 	return 0, false

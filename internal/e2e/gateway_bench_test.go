@@ -572,7 +572,7 @@ func (h *startupHook) OnBrokerConnect(_ kgo.BrokerMetadata, initDur time.Duratio
 
 // OnBrokerWrite implements kgo.HookBrokerWrite.
 func (h *startupHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if key != 11 || err != nil { // 11: JoinGroup
+	if key != int16(kmsg.JoinGroup) || err != nil {
 		return
 	}
 	h.mu.Lock()

@@ -26,7 +26,7 @@ func TestProxy_ApiVersionsOnANewConnectionIsAnsweredAtOnceAndStillForwarded(t *t
 	// long over each, so that a local answer is told apart by its speed.
 	var seen atomic.Int64
 	var slow atomic.Int64
-	e.cluster.ControlKey(18, func(kmsg.Request) (kmsg.Response, error, bool) {
+	e.cluster.ControlKey(int16(kmsg.ApiVersions), func(kmsg.Request) (kmsg.Response, error, bool) {
 		e.cluster.KeepControl()
 		seen.Add(1)
 		time.Sleep(time.Duration(slow.Load()))
@@ -208,8 +208,8 @@ func TestProxy_ConnectionAnsweredLocallyNeverDialsTheUpstream(t *testing.T) {
 	if n := dials.Load(); n != 1 {
 		t.Fatalf("%d upstream dials after the first ApiVersions, want 1", n)
 	}
-	watch(18)
-	watch(3)
+	watch(int16(kmsg.ApiVersions))
+	watch(int16(kmsg.Metadata))
 
 	// A broker's own listener: the bootstrap listener dials as a
 	// connection opens, since its connections always forward.
@@ -233,7 +233,7 @@ func TestProxy_ConnectionAnsweredLocallyNeverDialsTheUpstream(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []int16{18, 3}; !slices.Equal(order, want) {
+	if want := []int16{int16(kmsg.ApiVersions), int16(kmsg.Metadata)}; !slices.Equal(order, want) {
 		t.Errorf("the broker saw keys %v after the first connection, want %v", order, want)
 	}
 }

@@ -220,7 +220,7 @@ func BenchmarkRewriteMetadata(b *testing.B) {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
-				r, err := decodeResponse(3, 12, body)
+				r, err := decodeResponse(int16(kmsg.Metadata), 12, body)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -501,7 +501,7 @@ func (c *conn) maybeStreamRequest() (bool, error) {
 	if key < 0 || key > maxKey || c.p.flexFrom[key] < 0 || !c.p.state.load().table.allows(key, version) {
 		return false, nil
 	}
-	if ic := c.p.opts.Interceptor; (ic != nil && ic.Intercepts(key)) || (key == 1 && !c.rackSeen && c.p.opts.OnFetchRack != nil) {
+	if ic := c.p.opts.Interceptor; (ic != nil && ic.Intercepts(key)) || (key == int16(kmsg.Fetch) && !c.rackSeen && c.p.opts.OnFetchRack != nil) {
 		return false, nil
 	}
 	flexible := version >= c.p.flexFrom[key]
@@ -511,12 +511,12 @@ func (c *conn) maybeStreamRequest() (bool, error) {
 	}
 	var s *slot
 	acks := int16(-1)
-	if key == 0 {
+	if key == int16(kmsg.Produce) {
 		if acks, err = produceAcks(body, version, flexible); err != nil {
 			return false, nil
 		}
 	}
-	if key != 0 || acks != 0 {
+	if key != int16(kmsg.Produce) || acks != 0 {
 		s = &slot{key: key, version: version, corr: hdr.CorrelationID, start: time.Now()}
 		if err := c.enqueue(s); err != nil {
 			return false, err
@@ -577,7 +577,7 @@ func (c *conn) handle(fr []byte) error {
 	}
 	t := c.p.state.load().table
 	if !t.allows(key, version) {
-		if key == 18 && t.has[18] && version > t.max[18] {
+		if key == int16(kmsg.ApiVersions) && t.has[kmsg.ApiVersions] && version > t.max[kmsg.ApiVersions] {
 			// KIP-511: a newer client's ApiVersions is answered at v0 with
 			// the range the proxy speaks, not dropped.
 			s := &slot{key: key, version: 0, corr: hdr.CorrelationID}
@@ -593,12 +593,12 @@ func (c *conn) handle(fr []byte) error {
 		return fmt.Errorf("%s v%d is outside the supported range v%d-v%d", kmsg.NameForKey(key), version, t.min[key], t.max[key])
 	}
 
-	if ic := c.p.opts.Interceptor; key == 18 && (ic == nil || !ic.Intercepts(18)) {
+	if ic := c.p.opts.Interceptor; key == int16(kmsg.ApiVersions) && (ic == nil || !ic.Intercepts(int16(kmsg.ApiVersions))) {
 		if cached, ok := c.p.avs.get(c.info.Upstream, version, t); ok && answerableLocally(version, body) {
 			return c.answerApiVersions(hdr.CorrelationID, version, fr, cached)
 		}
 	}
-	if key == 0 {
+	if key == int16(kmsg.Produce) {
 		acks, err := produceAcks(body, version, flexible)
 		if err != nil {
 			return err
@@ -611,7 +611,7 @@ func (c *conn) handle(fr []byte) error {
 	// otherwise anyone could fill the rack book, or set another client's
 	// rack, without credentials.
 	authenticated := !c.p.opts.RequireClientSASL || c.saslAccepted.Load()
-	if key == 1 && version >= 11 && !c.rackSeen && c.p.opts.OnFetchRack != nil && authenticated {
+	if key == int16(kmsg.Fetch) && version >= 11 && !c.rackSeen && c.p.opts.OnFetchRack != nil && authenticated {
 		c.rackSeen = true
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(version)
@@ -626,15 +626,15 @@ func (c *conn) handle(fr []byte) error {
 	}
 	s := &slot{key: key, version: version, corr: hdr.CorrelationID, start: time.Now()}
 	if c.p.opts.RequireClientSASL {
-		switch key {
-		case 17: // SaslHandshake: remember the mechanism
+		switch kmsg.Key(key) {
+		case kmsg.SASLHandshake: // remember the mechanism
 			req := kmsg.NewPtrSASLHandshakeRequest()
 			req.SetVersion(version)
 			if err := req.ReadFrom(body); err != nil {
 				return fmt.Errorf("decode SaslHandshake v%d request: %w", version, err)
 			}
 			c.saslMech = req.Mechanism
-		case 36:
+		case kmsg.SASLAuthenticate:
 			s.saslRounds = saslRoundsFor(c.saslMech)
 		}
 	}
@@ -666,14 +666,14 @@ func (c *conn) enqueue(s *slot) error { return c.q.push(s) }
 // answer body and forwards the request fr all the same, its answer to be
 // dropped (see apiversions.go).
 func (c *conn) answerApiVersions(corr int32, version int16, fr, body []byte) error {
-	s := &slot{key: 18, version: version, corr: corr, start: time.Now(), local: true}
+	s := &slot{key: int16(kmsg.ApiVersions), version: version, corr: corr, start: time.Now(), local: true}
 	if err := c.enqueue(s); err != nil {
 		return err
 	}
 	// Answered before forwarding, which may wait for the upstream dial.
 	resp := append(frame.AppendResponseHeader(make([]byte, 0, 4+len(body)), corr, false), body...)
 	c.complete(s, resp, nil)
-	return c.send(&slot{key: 18, version: version, corr: corr, discard: true}, fr, false)
+	return c.send(&slot{key: int16(kmsg.ApiVersions), version: version, corr: corr, discard: true}, fr, false)
 }
 
 // complete hands s's answer to the response queue, closing the connection
@@ -866,10 +866,10 @@ func saslRoundsFor(mechanism string) int {
 // client by closing the connection. It runs before the answer reaches the
 // client, so the client's next request sees the outcome.
 func (c *conn) noteSASL(s *slot, fr []byte) {
-	switch s.key {
-	case 17:
+	switch kmsg.Key(s.key) {
+	case kmsg.SASLHandshake:
 		c.saslOK = 0
-	case 36:
+	case kmsg.SASLAuthenticate:
 		flexible := s.version >= c.p.flexFrom[s.key]
 		_, body, err := frame.ParseResponseHeader(fr, flexible)
 		if err != nil || len(body) < 2 || binary.BigEndian.Uint16(body) != 0 {
@@ -879,7 +879,7 @@ func (c *conn) noteSASL(s *slot, fr []byte) {
 		if s.saslRounds > 0 && c.saslOK >= s.saslRounds {
 			c.saslAccepted.Store(true)
 		}
-	case 18:
+	case kmsg.ApiVersions:
 	default:
 		c.saslAccepted.Store(true)
 	}
@@ -911,7 +911,7 @@ func (c *conn) stream(s *slot, r *bufio.Reader, size int64) error {
 	up := c.up
 	c.upSet.Unlock()
 	st := &streamer{r: r, w: w, raw: c.nc, src: up, bufs: &c.p.chunks, left: size}
-	if s.key == 1 && s.version >= 16 {
+	if s.key == int16(kmsg.Fetch) && s.version >= 16 {
 		if err := st.fetch(s.version, c.p.advertise); err != nil {
 			return err
 		}
@@ -925,10 +925,10 @@ func (c *conn) stream(s *slot, r *bufio.Reader, size int64) error {
 // bytes, or a rewrite when the response names brokers, is ApiVersions, or
 // the interceptor asked to see it.
 func (c *conn) transform(s *slot, fr []byte) ([]byte, error) {
-	if s.key != 18 && s.onResponse == nil && !namesBrokers(s.key, s.version) {
+	if s.key != int16(kmsg.ApiVersions) && s.onResponse == nil && !namesBrokers(s.key, s.version) {
 		return fr, nil
 	}
-	flexible := s.key != 18 && s.version >= c.p.flexFrom[s.key]
+	flexible := s.key != int16(kmsg.ApiVersions) && s.version >= c.p.flexFrom[s.key]
 	corr, body, err := frame.ParseResponseHeader(fr, flexible)
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s response: %w", kmsg.NameForKey(s.key), err)
@@ -948,7 +948,7 @@ func (c *conn) transform(s *slot, fr []byte) ([]byte, error) {
 			rewriteAddresses(resp, c.p.advertise)
 		}
 		out = resp.AppendTo(nil)
-	case s.key == 18:
+	case s.key == int16(kmsg.ApiVersions):
 		t := c.p.state.load().table
 		if s.discard && c.p.avs.unchanged(c.info.Upstream, s.version, t, body) {
 			return nil, nil // the client had this answer already

@@ -69,7 +69,7 @@ func testKIP951Endpoints(t *testing.T, tweak func(*Options)) {
 
 	addr, _ := e.proxy.BrokerAddr(notLeader)
 	r := dialRaw(t, addr)
-	for v := int16(10); v <= kmsgMax(0); v++ {
+	for v := int16(10); v <= kmsgMax(int16(kmsg.Produce)); v++ {
 		pr := kmsg.NewPtrProduceRequest()
 		pr.Version = v
 		pr.Acks = 1
@@ -91,7 +91,7 @@ func testKIP951Endpoints(t *testing.T, tweak func(*Options)) {
 
 	addr, _ = e.proxy.BrokerAddr(notReplica)
 	r = dialRaw(t, addr)
-	for v := int16(16); v <= kmsgMax(1); v++ {
+	for v := int16(16); v <= kmsgMax(int16(kmsg.Fetch)); v++ {
 		fr := kmsg.NewPtrFetchRequest()
 		fr.Version = v
 		fr.MaxBytes = 1 << 20

@@ -18,7 +18,7 @@ import (
 // those of the groups it manages; everything else goes upstream.
 type heartbeats struct{}
 
-func (heartbeats) Intercepts(key int16) bool { return key == 12 }
+func (heartbeats) Intercepts(key int16) bool { return key == int16(kmsg.Heartbeat) }
 
 func (heartbeats) Intercept(_ context.Context, r proxy.Request) (proxy.Decision, error) {
 	req := r.Req.(*kmsg.HeartbeatRequest)

@@ -173,7 +173,7 @@ func (r *rawConn) recv(req kmsg.Request) (int32, kmsg.Response) {
 	}
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
-	corr, body, err := frame.ParseResponseHeader(fr, resp.IsFlexible() && req.Key() != 18)
+	corr, body, err := frame.ParseResponseHeader(fr, resp.IsFlexible() && req.Key() != int16(kmsg.ApiVersions))
 	if err != nil {
 		r.t.Fatal(err)
 	}

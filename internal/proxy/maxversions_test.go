@@ -11,7 +11,7 @@ import (
 // the interceptor would refuse it (seen with Kafka 4.4's DescribeGroups v6
 // and DeleteGroups v3 against a coordinator that stops at v5 and v2).
 func TestProxy_ApiVersionsCapsKeysTheInterceptorAnswersAtFewerVersions(t *testing.T) {
-	const capped, capAt, free = int16(15), int16(2), int16(3) // DescribeGroups, Metadata
+	const capped, capAt, free = int16(kmsg.DescribeGroups), int16(2), int16(kmsg.Metadata)
 	e := startEnv(t, 1, func(o *Options) {
 		o.MaxVersions = func(key int16) (int16, bool) {
 			if key == capped {

@@ -24,7 +24,9 @@ type testInterceptor struct {
 	seen    chan string
 }
 
-func (ti *testInterceptor) Intercepts(key int16) bool { return key == 15 || key == 16 }
+func (ti *testInterceptor) Intercepts(key int16) bool {
+	return key == int16(kmsg.DescribeGroups) || key == int16(kmsg.ListGroups)
+}
 
 func (ti *testInterceptor) Intercept(ctx context.Context, r Request) (Decision, error) {
 	// Failing closes the connection, which fails the test.
@@ -364,7 +366,7 @@ func TestProxy_CloseCutsRequestsShortAtItsDeadline(t *testing.T) {
 // testTopic, as the coordinator replaces commits it has fenced.
 type forwardInterceptor struct{}
 
-func (forwardInterceptor) Intercepts(key int16) bool { return key == 3 }
+func (forwardInterceptor) Intercepts(key int16) bool { return key == int16(kmsg.Metadata) }
 
 func (forwardInterceptor) Intercept(_ context.Context, r Request) (Decision, error) {
 	req := kmsg.NewPtrMetadataRequest()
@@ -399,7 +401,7 @@ func TestProxy_InterceptorForwardReplacesTheRequestAndKeepsRewriting(t *testing.
 // node 2 with no address, as the gateway does for managed groups.
 type coordinatorInterceptor struct{}
 
-func (coordinatorInterceptor) Intercepts(key int16) bool { return key == 10 }
+func (coordinatorInterceptor) Intercepts(key int16) bool { return key == int16(kmsg.FindCoordinator) }
 
 func (coordinatorInterceptor) Intercept(_ context.Context, r Request) (Decision, error) {
 	req := r.Req.(*kmsg.FindCoordinatorRequest)
@@ -503,7 +505,7 @@ type lateInterceptor struct {
 	answer  bool
 }
 
-func (*lateInterceptor) Intercepts(key int16) bool { return key == 3 }
+func (*lateInterceptor) Intercepts(key int16) bool { return key == int16(kmsg.Metadata) }
 
 func (li *lateInterceptor) Intercept(_ context.Context, r Request) (Decision, error) {
 	li.held <- struct{}{}

@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/wasmassign/wasmassign/internal/config"
 )
@@ -64,10 +65,12 @@ const DefaultMaxFrameBytes = 100 << 20
 
 // DefaultHiddenKeys returns the API keys the gateway removes from
 // ApiVersions and refuses, because it does not implement them:
-// ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), the KIP-848
-// group protocol. A client that saw them would bypass the gateway's
+// ConsumerGroupHeartbeat and ConsumerGroupDescribe, the KIP-848 group
+// protocol. A client that saw them would bypass the gateway's
 // coordinator.
-func DefaultHiddenKeys() []int16 { return []int16{68, 69} }
+func DefaultHiddenKeys() []int16 {
+	return []int16{int16(kmsg.ConsumerGroupHeartbeat), int16(kmsg.ConsumerGroupDescribe)}
+}
 
 // Options configure a [Proxy]. Server and one of Client or UpstreamBrokers
 // are required.

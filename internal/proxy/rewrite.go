@@ -20,12 +20,12 @@ type advertiser func(node int32, host string, port int32) (string, int32, bool)
 // namesBrokers reports whether responses to key at version can carry
 // broker addresses, and so must be decoded and rewritten.
 func namesBrokers(key, version int16) bool {
-	switch key {
-	case 3, 10, 60: // Metadata, FindCoordinator, DescribeCluster
+	switch kmsg.Key(key) {
+	case kmsg.Metadata, kmsg.FindCoordinator, kmsg.DescribeCluster:
 		return true
-	case 0: // Produce: KIP-951 node endpoints from v10
+	case kmsg.Produce: // KIP-951 node endpoints from v10
 		return version >= 10
-	case 1: // Fetch: KIP-951 node endpoints from v16
+	case kmsg.Fetch: // KIP-951 node endpoints from v16
 		return version >= 16
 	}
 	return false
@@ -126,10 +126,10 @@ func decodeResponse(key, version int16, body []byte) (kmsg.Response, error) {
 // broker list, see metadata.go); errNotRewritten when the bytes can go out
 // unchanged.
 func rewriteResponseBody(key, version int16, body []byte, adv advertiser) ([]byte, error) {
-	if (key == 1 && !fetchHasTopLevelTags(body)) || (key == 0 && !produceHasTopLevelTags(body, version)) {
+	if (key == int16(kmsg.Fetch) && !fetchHasTopLevelTags(body)) || (key == int16(kmsg.Produce) && !produceHasTopLevelTags(body, version)) {
 		return nil, errNotRewritten
 	}
-	if key == 3 {
+	if key == int16(kmsg.Metadata) {
 		if out, err := rewriteMetadataBrokers(version, body, adv); err == nil {
 			return out, nil
 		}
@@ -162,7 +162,7 @@ func limitedApiVersions(version int16, body []byte, t *apiTable) (*kmsg.ApiVersi
 	if len(body) >= 2 && binary.BigEndian.Uint16(body) != 0 {
 		return nil, errNotRewritten
 	}
-	resp, err := decodeResponse(18, version, body)
+	resp, err := decodeResponse(int16(kmsg.ApiVersions), version, body)
 	if err != nil {
 		return nil, err
 	}
@@ -194,8 +194,8 @@ func unsupportedApiVersions(t *apiTable) *kmsg.ApiVersionsResponse {
 	r.Version = 0
 	r.ErrorCode = kerr.UnsupportedVersion.Code
 	k := kmsg.NewApiVersionsResponseApiKey()
-	k.ApiKey = 18
-	k.MinVersion, k.MaxVersion = t.min[18], t.max[18]
+	k.ApiKey = int16(kmsg.ApiVersions)
+	k.MinVersion, k.MaxVersion = t.min[kmsg.ApiVersions], t.max[kmsg.ApiVersions]
 	r.ApiKeys = append(r.ApiKeys, k)
 	return r
 }
@@ -250,7 +250,7 @@ func readUvarint(b []byte) (uint64, []byte, bool) {
 // encodeResponse encodes a complete response frame body (header and body,
 // without the size prefix) for correlationID.
 func encodeResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
-	dst = frame.AppendResponseHeader(dst, correlationID, resp.IsFlexible() && resp.Key() != 18)
+	dst = frame.AppendResponseHeader(dst, correlationID, resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions))
 	return resp.AppendTo(dst)
 }
 

@@ -69,16 +69,18 @@ func checkAdvertised(resp kmsg.Response) error {
 	return errors.Join(errs...)
 }
 
-// rewrittenKeys are the responses whose broker addresses the proxy
-// rewrites.
-var rewrittenKeys = []int16{0, 1, 3, 10, 60}
+// rewrittenKeys returns the keys of the responses whose broker addresses
+// the proxy rewrites.
+func rewrittenKeys() []int16 {
+	return []int16{int16(kmsg.Produce), int16(kmsg.Fetch), int16(kmsg.Metadata), int16(kmsg.FindCoordinator), int16(kmsg.DescribeCluster)}
+}
 
 // sampleResponses returns, per rewritten key and version, a response
 // naming upstream brokers (some of which cannot be advertised).
 func sampleResponses() []kmsg.Response {
 	rack := "r1"
 	var out []kmsg.Response
-	for _, key := range rewrittenKeys {
+	for _, key := range rewrittenKeys() {
 		proto := kmsg.ResponseForKey(key)
 		for v := int16(0); v <= proto.MaxVersion(); v++ {
 			if !namesBrokers(key, v) {
@@ -151,10 +153,11 @@ func TestRewriteAddresses_ProduceAndFetchWithoutEndpointsPassRaw(t *testing.T) {
 // writes must decode and name only advertised addresses.
 func FuzzRewriteAddresses(f *testing.F) {
 	for _, resp := range sampleResponses() {
-		f.Add(uint8(slices.Index(rewrittenKeys, resp.Key())), uint8(resp.GetVersion()), resp.AppendTo(nil))
+		f.Add(uint8(slices.Index(rewrittenKeys(), resp.Key())), uint8(resp.GetVersion()), resp.AppendTo(nil))
 	}
 	f.Fuzz(func(t *testing.T, k, v uint8, body []byte) {
-		key := rewrittenKeys[int(k)%len(rewrittenKeys)]
+		keys := rewrittenKeys()
+		key := keys[int(k)%len(keys)]
 		version := int16(v % uint8(kmsg.ResponseForKey(key).MaxVersion()+1))
 		if !namesBrokers(key, version) {
 			return
@@ -176,7 +179,7 @@ func FuzzRewriteAddresses(f *testing.F) {
 		in, inErr := decodeResponse(key, version, body)
 		back, err := decodeResponse(key, version, out)
 		if err != nil {
-			if key == 3 && inErr != nil {
+			if key == int16(kmsg.Metadata) && inErr != nil {
 				// A Metadata response's topics pass as they came, even
 				// undecodable ones; its broker list is rewritten in full.
 				if err := checkMetadataBrokerList(version, out); err != nil {
@@ -189,7 +192,7 @@ func FuzzRewriteAddresses(f *testing.F) {
 		if err := checkAdvertised(back); err != nil {
 			t.Fatal(err)
 		}
-		if key == 3 && inErr == nil {
+		if key == int16(kmsg.Metadata) && inErr == nil {
 			// Compared decoded: the bytes copied as they came may encode
 			// the same thing differently (a negative array length is null).
 			want, err := decodeResponse(key, version, fullRewrite(t, in))
@@ -277,7 +280,7 @@ func TestRewriteMetadataBrokers_MatchesTheFullRewriteOnEveryVersion(t *testing.T
 			if err != nil {
 				t.Fatalf("v%d: %v", version, err)
 			}
-			in, err := decodeResponse(3, version, body)
+			in, err := decodeResponse(int16(kmsg.Metadata), version, body)
 			if err != nil {
 				t.Fatalf("v%d: %v", version, err)
 			}
@@ -290,7 +293,7 @@ func TestRewriteMetadataBrokers_MatchesTheFullRewriteOnEveryVersion(t *testing.T
 
 func testTable() *apiTable {
 	t := &apiTable{}
-	for _, k := range []int16{0, 1, 3, 18, 11} {
+	for _, k := range []int16{int16(kmsg.Produce), int16(kmsg.Fetch), int16(kmsg.Metadata), int16(kmsg.ApiVersions), int16(kmsg.JoinGroup)} {
 		t.has[k], t.min[k], t.max[k] = true, 1, kmsgMax(k)-1
 	}
 	return t
@@ -300,7 +303,7 @@ func testTable() *apiTable {
 // response version: no panic, and a rewritten answer offers only what the
 // table allows.
 func FuzzRewriteApiVersions(f *testing.F) {
-	for v := int16(0); v <= kmsgMax(18); v++ {
+	for v := int16(0); v <= kmsgMax(int16(kmsg.ApiVersions)); v++ {
 		r := kmsg.NewPtrApiVersionsResponse()
 		r.Version = v
 		for k := int16(0); k < 100; k += 3 {
@@ -310,12 +313,12 @@ func FuzzRewriteApiVersions(f *testing.F) {
 	}
 	tbl := testTable()
 	f.Fuzz(func(t *testing.T, v uint8, body []byte) {
-		version := int16(v % uint8(kmsgMax(18)+1))
+		version := int16(v % uint8(kmsgMax(int16(kmsg.ApiVersions))+1))
 		out, err := rewriteApiVersions(version, body, tbl)
 		if err != nil {
 			return
 		}
-		back, err := decodeResponse(18, version, out)
+		back, err := decodeResponse(int16(kmsg.ApiVersions), version, out)
 		if err != nil {
 			t.Fatalf("rewritten ApiVersions does not decode: %v", err)
 		}
@@ -329,7 +332,7 @@ func FuzzRewriteApiVersions(f *testing.F) {
 
 func TestProduceAcks_MatchesKmsgForEveryVersion(t *testing.T) {
 	txn := "txn-1"
-	for v := int16(0); v <= kmsgMax(0); v++ {
+	for v := int16(0); v <= kmsgMax(int16(kmsg.Produce)); v++ {
 		for _, id := range []*string{nil, &txn} {
 			for _, acks := range []int16{0, 1, -1} {
 				req := kmsg.NewPtrProduceRequest()
@@ -350,12 +353,12 @@ func TestProduceAcks_MatchesKmsgForEveryVersion(t *testing.T) {
 // decode them the acks agree.
 func FuzzProduceAcks(f *testing.F) {
 	req := kmsg.NewPtrProduceRequest()
-	for v := int16(0); v <= kmsgMax(0); v++ {
+	for v := int16(0); v <= kmsgMax(int16(kmsg.Produce)); v++ {
 		req.Version = v
 		f.Add(uint8(v), req.AppendTo(nil))
 	}
 	f.Fuzz(func(t *testing.T, v uint8, body []byte) {
-		version := int16(v % uint8(kmsgMax(0)+1))
+		version := int16(v % uint8(kmsgMax(int16(kmsg.Produce))+1))
 		req := kmsg.NewPtrProduceRequest()
 		req.Version = version
 		got, err := produceAcks(body, version, req.IsFlexible())
@@ -368,7 +371,7 @@ func FuzzProduceAcks(f *testing.F) {
 // FuzzFetchHasTopLevelTags: whenever kmsg finds node endpoints in a Fetch
 // response, the walker must have said there are tags to look at.
 func FuzzFetchHasTopLevelTags(f *testing.F) {
-	for v := int16(16); v <= kmsgMax(1); v++ {
+	for v := int16(16); v <= kmsgMax(int16(kmsg.Fetch)); v++ {
 		r := kmsg.NewPtrFetchResponse()
 		r.Version = v
 		tp := kmsg.NewFetchResponseTopic()
@@ -382,9 +385,9 @@ func FuzzFetchHasTopLevelTags(f *testing.F) {
 		f.Add(uint8(v), r.AppendTo(nil))
 	}
 	f.Fuzz(func(t *testing.T, v uint8, body []byte) {
-		version := 16 + int16(v%uint8(kmsgMax(1)-15))
+		version := 16 + int16(v%uint8(kmsgMax(int16(kmsg.Fetch))-15))
 		has := fetchHasTopLevelTags(body)
-		resp, err := decodeResponse(1, version, body)
+		resp, err := decodeResponse(int16(kmsg.Fetch), version, body)
 		if err != nil {
 			return
 		}
@@ -395,7 +398,7 @@ func FuzzFetchHasTopLevelTags(f *testing.F) {
 }
 
 func TestFetchHasTopLevelTags_AgreesWithKmsgOnWellFormedResponses(t *testing.T) {
-	for v := int16(16); v <= kmsgMax(1); v++ {
+	for v := int16(16); v <= kmsgMax(int16(kmsg.Fetch)); v++ {
 		for _, brokers := range [][]kmsg.FetchResponseBroker{nil, {{NodeID: 2, Host: "up", Port: 9}}} {
 			r := kmsg.NewPtrFetchResponse()
 			r.Version = v
@@ -420,7 +423,7 @@ func TestFetchHasTopLevelTags_AgreesWithKmsgOnWellFormedResponses(t *testing.T) 
 // FuzzProduceHasTopLevelTags: whenever kmsg finds node endpoints in a
 // Produce response, the walker must have said there are tags to look at.
 func FuzzProduceHasTopLevelTags(f *testing.F) {
-	for v := int16(10); v <= kmsgMax(0); v++ {
+	for v := int16(10); v <= kmsgMax(int16(kmsg.Produce)); v++ {
 		for _, brokers := range [][]kmsg.ProduceResponseBroker{nil, {{NodeID: 1, Host: "h", Port: 1}}} {
 			r := kmsg.NewPtrProduceResponse()
 			r.Version = v
@@ -435,9 +438,9 @@ func FuzzProduceHasTopLevelTags(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, v uint8, body []byte) {
-		version := 10 + int16(v%uint8(kmsgMax(0)-9))
+		version := 10 + int16(v%uint8(kmsgMax(int16(kmsg.Produce))-9))
 		has := produceHasTopLevelTags(body, version)
-		resp, err := decodeResponse(0, version, body)
+		resp, err := decodeResponse(int16(kmsg.Produce), version, body)
 		if err != nil {
 			return
 		}
@@ -449,7 +452,7 @@ func FuzzProduceHasTopLevelTags(f *testing.F) {
 
 func TestProduceHasTopLevelTags_AgreesWithKmsgOnWellFormedResponses(t *testing.T) {
 	msg := "bad record"
-	for v := int16(10); v <= kmsgMax(0); v++ {
+	for v := int16(10); v <= kmsgMax(int16(kmsg.Produce)); v++ {
 		for _, brokers := range [][]kmsg.ProduceResponseBroker{nil, {{NodeID: 2, Host: "up", Port: 9}}} {
 			r := kmsg.NewPtrProduceResponse()
 			r.Version = v

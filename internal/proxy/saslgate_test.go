@@ -19,7 +19,7 @@ import (
 // a managed group, and counts the requests it was handed.
 type describeAnswerer struct{ calls atomic.Int32 }
 
-func (*describeAnswerer) Intercepts(key int16) bool { return key == 15 }
+func (*describeAnswerer) Intercepts(key int16) bool { return key == int16(kmsg.DescribeGroups) }
 
 func (a *describeAnswerer) Intercept(_ context.Context, r Request) (Decision, error) {
 	a.calls.Add(1)

@@ -35,10 +35,10 @@ const fillerTag = 10000
 
 // streamable reports whether the response for s can be streamed.
 func streamable(s *slot) bool {
-	if s.onResponse != nil || s.key == 18 {
+	if s.onResponse != nil || s.key == int16(kmsg.ApiVersions) {
 		return false
 	}
-	return !namesBrokers(s.key, s.version) || (s.key == 1 && s.version >= 16)
+	return !namesBrokers(s.key, s.version) || (s.key == int16(kmsg.Fetch) && s.version >= 16)
 }
 
 // streamer copies one response frame from r to w while walking it.

@@ -61,7 +61,7 @@ func TestStreamFetch_RewritesEndpointsInPlaceOrDropsThem(t *testing.T) {
 		{"longer upstream hosts: rewritten and padded", []string{"broker-0.kafka.internal.example.com", "broker-1.kafka.internal.example.com"}, true, 2},
 		{"shorter upstream hosts: dropped", []string{"k0", "k1"}, false, 0},
 	}
-	for v := int16(16); v <= kmsgMax(1); v++ {
+	for v := int16(16); v <= kmsgMax(int16(kmsg.Fetch)); v++ {
 		for _, tc := range cases {
 			body := fetchWithEndpoints(v, tc.hosts...)
 			out, err := streamFetch(v, body)
@@ -71,7 +71,7 @@ func TestStreamFetch_RewritesEndpointsInPlaceOrDropsThem(t *testing.T) {
 			if len(out) != len(body) {
 				t.Fatalf("v%d %s: %d bytes out of %d", v, tc.name, len(out), len(body))
 			}
-			resp, err := decodeResponse(1, v, out)
+			resp, err := decodeResponse(int16(kmsg.Fetch), v, out)
 			if err != nil {
 				t.Fatalf("v%d %s: streamed response does not decode: %v", v, tc.name, err)
 			}
@@ -95,13 +95,13 @@ func TestStreamFetch_RewritesEndpointsInPlaceOrDropsThem(t *testing.T) {
 // FuzzStreamFetch: arbitrary Fetch bodies through the streaming rewriter
 // never panic, never change the length, and never leak an address.
 func FuzzStreamFetch(f *testing.F) {
-	for v := int16(16); v <= kmsgMax(1); v++ {
+	for v := int16(16); v <= kmsgMax(int16(kmsg.Fetch)); v++ {
 		f.Add(uint8(v), fetchWithEndpoints(v))
 		f.Add(uint8(v), fetchWithEndpoints(v, "upstream-broker-with-a-long-name", "x"))
 		f.Add(uint8(v), fetchWithEndpoints(v, "a", "b", "c"))
 	}
 	f.Fuzz(func(t *testing.T, vb uint8, body []byte) {
-		version := 16 + int16(vb%uint8(kmsgMax(1)-15))
+		version := 16 + int16(vb%uint8(kmsgMax(int16(kmsg.Fetch))-15))
 		out, err := streamFetch(version, body)
 		if err != nil {
 			return // the connection is closed
@@ -109,9 +109,9 @@ func FuzzStreamFetch(f *testing.F) {
 		if len(out) != len(body) {
 			t.Fatalf("%d bytes out of %d", len(out), len(body))
 		}
-		resp, err := decodeResponse(1, version, out)
+		resp, err := decodeResponse(int16(kmsg.Fetch), version, out)
 		if err != nil {
-			if _, derr := decodeResponse(1, version, body); derr == nil {
+			if _, derr := decodeResponse(int16(kmsg.Fetch), version, body); derr == nil {
 				t.Fatalf("a decodable response became undecodable: %v", err)
 			}
 			return

@@ -75,7 +75,7 @@ func TestParseRequestHeader_ReadsWhatKmsgWrites(t *testing.T) {
 func ptr(s string) *string { return &s }
 
 func TestParseRequestHeader_SkipsTaggedFields(t *testing.T) {
-	h := RequestHeader{Key: 3, Version: 12, CorrelationID: 5, ClientID: ptr("c"), Flexible: true}
+	h := RequestHeader{Key: int16(kmsg.Metadata), Version: 12, CorrelationID: 5, ClientID: ptr("c"), Flexible: true}
 	b := AppendRequestHeader(nil, h)
 	b = b[:len(b)-1]
 	// Two tagged fields: tag 0 with 3 bytes, tag 200 (two-byte varint) with 1 byte.
