@@ -34,17 +34,11 @@ type engine struct {
 	// memory backs each instance's linear memory with a mapping reserved at
 	// its maximum size; nil where the platform has none.
 	memory experimental.MemoryAllocator
-	// bgCtx ends when close begins; the idle calls that run in the
-	// background (plugin.go) run under it, so that close stops them.
-	bgCtx  context.Context
-	stopBG context.CancelFunc
-	mu     sync.Mutex
-	// closing is set under mu when close begins: no background call starts
-	// after it, and the ones it cuts short are not plugin failures.
-	closing bool
-	// bg counts background calls. Closing the runtime frees the code and
-	// memory a running guest uses, so close waits for them first.
-	bg sync.WaitGroup
+	// bg is the parent of every plugin's background, where idle calls
+	// run (plugin.go). Closing the runtime frees the code and memory a
+	// running guest uses, so close stops and waits for them first.
+	bg *background
+	mu sync.Mutex // guards compiling
 
 	// compiling serialises compiles of equal bytes (by hash under
 	// compileSeed; a collision only serialises two compiles). wazero v1.12
@@ -64,7 +58,7 @@ func newEngine(ctx context.Context, limits Limits, cacheDir string, checked bool
 		WithMemoryLimitPages(limits.memoryPages())
 	e := &engine{limits: limits, checked: checked, memory: linmem.Allocator(),
 		compileSeed: maphash.MakeSeed(), compiling: make(map[uint64]*sync.Mutex)}
-	e.bgCtx, e.stopBG = context.WithCancel(context.Background())
+	e.bg = newBackground(nil)
 	if cacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
 		if err != nil {
@@ -96,11 +90,8 @@ func newEngine(ctx context.Context, limits Limits, cacheDir string, checked bool
 }
 
 func (e *engine) close(ctx context.Context) error {
-	e.mu.Lock()
-	e.closing = true
-	e.mu.Unlock()
-	e.stopBG()
-	e.bg.Wait()
+	e.bg.close()
+	e.bg.wait()
 	err := e.rt.Close(ctx)
 	if e.cache != nil {
 		if cerr := e.cache.Close(ctx); err == nil {
@@ -108,30 +99,6 @@ func (e *engine) close(ctx context.Context) error {
 		}
 	}
 	return err
-}
-
-// background runs f, a guest call nobody waits for, in a goroutine that
-// close waits for. It returns false, without running f, once close has
-// begun. f's calls must use bgCtx, which close cancels.
-func (e *engine) background(f func()) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closing {
-		return false
-	}
-	e.bg.Add(1)
-	go func() {
-		defer e.bg.Done()
-		f()
-	}()
-	return true
-}
-
-// isClosing says whether close has begun.
-func (e *engine) isClosing() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.closing
 }
 
 // withDeadline bounds a guest call by the timeout when the engine's code can

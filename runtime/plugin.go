@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -125,20 +124,9 @@ func (h *Host) Load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 // inProcess runs a plugin's instances in this process, with deadline checks
 // compiled into the guest code.
 type inProcess struct {
+	lifecycle[*instance]
 	mod      *engineModule
-	pool     chan *instance
-	closed   *atomic.Bool
 	skipIdle bool
-
-	// idle tracks the instances whose idle call runs in the background.
-	idle idlers
-	// idleCtx ends when the plugin or the host closes, which stops idle
-	// calls at once.
-	idleCtx   context.Context
-	stopIdle  context.CancelFunc
-	mu        sync.Mutex
-	closing   bool           // set under mu before close waits for idleCalls
-	idleCalls sync.WaitGroup // idle goroutines
 }
 
 // loadInProcess compiles wasm on the host's engine and describes it from a
@@ -148,8 +136,10 @@ func loadInProcess(ctx context.Context, h *Host, p *Plugin, wasm []byte) (*inPro
 	if err != nil {
 		return nil, ModuleInfo{}, err
 	}
-	r := &inProcess{mod: mod, pool: make(chan *instance, max(h.cfg.poolSize, 1)), closed: &p.closed, skipIdle: h.cfg.skipIdle}
-	r.idleCtx, r.stopIdle = context.WithCancel(h.eng.bgCtx)
+	r := &inProcess{mod: mod, skipIdle: h.cfg.skipIdle}
+	// The plugin's own background, so that closing the plugin stops its
+	// idle calls at once and waits for them before the module goes.
+	r.lifecycle = newLifecycle[*instance](r, p.name, h.eng.limits.timeout, h.cfg.poolSize, newBackground(h.eng.bg), &p.closed)
 	inst, err := mod.instantiate(ctx)
 	if err != nil {
 		mod.close(ctx)
@@ -174,28 +164,15 @@ func loadInProcess(ctx context.Context, h *Host, p *Plugin, wasm []byte) (*inPro
 	return r, mod.info, nil
 }
 
-func (r *inProcess) acquire(ctx context.Context) (*instance, error) {
-	inst, ok, err := takeFromPool(ctx, r.pool, &r.idle)
-	switch {
-	case err != nil:
-		return nil, deadlineError(r.mod.name, r.mod.e.limits.timeout, err)
-	case ok:
-		return inst, nil
-	}
+func (r *inProcess) newInstance(ctx context.Context) (*instance, error) {
 	return r.mod.instantiate(ctx)
 }
 
-func (r *inProcess) release(ctx context.Context, inst *instance) {
-	if r.closed.Load() {
-		inst.close(ctx)
-		return
-	}
-	select {
-	case r.pool <- inst:
-	default:
-		inst.close(ctx)
-	}
-}
+func (r *inProcess) usable(*instance) bool { return true }
+
+func (r *inProcess) discard(ctx context.Context, inst *instance) { inst.close(ctx) }
+
+func (r *inProcess) abandon(inst *instance) { inst.close(context.Background()) }
 
 func (r *inProcess) call(ctx context.Context, req *abi.Request) (*abi.Response, uint64, error) {
 	inst, err := r.acquire(ctx)
@@ -216,7 +193,7 @@ func (r *inProcess) call(ctx context.Context, req *abi.Request) (*abi.Response, 
 	case err != nil && !keepsInstance(err):
 		inst.close(ctx) // trapped, timed out or out of memory: never reuse
 	case inst.idleFn != nil && !r.skipIdle:
-		r.idleThenRelease(inst)
+		r.releaseAfterIdle(inst, func(ctx context.Context) bool { return r.idleCall(ctx, inst) })
 	default:
 		r.release(ctx, inst)
 	}
@@ -226,53 +203,26 @@ func (r *inProcess) call(ctx context.Context, req *abi.Request) (*abi.Response, 
 	return resp, mem, nil
 }
 
-// idleThenRelease runs the guest's idle call on inst in the background and
-// then returns inst to the pool; the caller's response has been decoded
-// already. An idle call that fails costs the instance, and is logged: no
-// caller is waiting for it.
-func (r *inProcess) idleThenRelease(inst *instance) {
-	ctx := context.Background()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closing {
-		inst.close(ctx)
-		return
-	}
-	r.idleCalls.Add(1)
-	r.idle.start()
-	started := r.mod.e.background(func() {
-		defer r.idleCalls.Done()
-		defer r.idle.done() // after the release: a woken caller finds inst in the pool
-		if _, err := r.mod.idle(r.idleCtx, inst); err != nil {
-			inst.close(ctx)
-			if !r.closed.Load() && !r.mod.e.isClosing() {
-				r.mod.sink.logger.Warn("plugin idle call failed; instance discarded", "err", err)
-			}
-			return
+// idleCall runs the guest's idle call on inst, in the background: the
+// caller's response has been decoded already. It reports whether inst may
+// serve again: an idle call that fails costs the instance, and is logged,
+// since no caller is waiting for it.
+func (r *inProcess) idleCall(ctx context.Context, inst *instance) bool {
+	if _, err := r.mod.idle(ctx, inst); err != nil {
+		inst.close(context.Background())
+		if !r.closed.Load() && !r.mod.e.bg.isClosing() {
+			r.mod.sink.logger.Warn("plugin idle call failed; instance discarded", "err", err)
 		}
-		r.release(ctx, inst)
-	})
-	if !started { // the host is closing
-		r.idleCalls.Done()
-		r.idle.done()
-		inst.close(ctx)
+		return false
 	}
+	return true
 }
 
 func (r *inProcess) close(ctx context.Context) error {
-	r.mu.Lock()
-	r.closing = true
-	r.mu.Unlock()
-	r.stopIdle()
-	r.idleCalls.Wait()
-	for {
-		select {
-		case inst := <-r.pool:
-			inst.close(ctx)
-		default:
-			return r.mod.close(ctx)
-		}
-	}
+	r.bg.close()
+	r.bg.wait()
+	r.drain(func(inst *instance) { inst.close(ctx) })
+	return r.mod.close(ctx)
 }
 
 // decodeOutput decodes a response the guest returned; an error response

@@ -53,16 +53,16 @@ type procHost struct {
 	cacheDir string
 	ownCache bool // cacheDir is a temporary directory of this host
 
-	ctx    context.Context // ends at close: stops spawns and refills
-	cancel context.CancelFunc
+	// bg runs the plugins' idle calls and spare workers; its context ends
+	// at close, which stops spawns too. It closes under mu: whether the
+	// host is closed is bg.isClosing.
+	bg     *background
 	spawns chan spawnRequest
 	// stopSpawner ends the spawner thread, last thing in close: its exit
 	// sends every worker still alive its parent-death signal.
 	stopSpawner chan struct{}
-	bg          sync.WaitGroup // refill goroutines
 
 	mu      sync.Mutex
-	closed  bool
 	live    map[*workerProc]struct{}
 	runners map[*procRunner]struct{}
 }
@@ -99,7 +99,7 @@ func newProcHost(cfg Config) (*procHost, error) {
 		}
 		ph.cacheDir, ph.ownCache = dir, true
 	}
-	ph.ctx, ph.cancel = context.WithCancel(context.Background())
+	ph.bg = newBackground(nil)
 	go ph.spawner()
 	return ph, nil
 }
@@ -125,23 +125,22 @@ func (ph *procHost) spawner() {
 // reaped.
 func (ph *procHost) close(ctx context.Context) error {
 	ph.mu.Lock()
-	if ph.closed {
+	if ph.bg.isClosing() {
 		ph.mu.Unlock()
 		return nil
 	}
-	ph.closed = true
+	ph.bg.close()
 	runners := make([]*procRunner, 0, len(ph.runners))
 	for r := range ph.runners {
 		runners = append(runners, r)
 	}
 	ph.mu.Unlock()
-	ph.cancel()
 	var wg sync.WaitGroup
 	for _, r := range runners {
 		wg.Go(func() { r.close(ctx) })
 	}
 	wg.Wait()
-	ph.bg.Wait()
+	ph.bg.wait()
 	ph.mu.Lock()
 	busy := make([]*workerProc, 0, len(ph.live))
 	for w := range ph.live {
@@ -157,12 +156,6 @@ func (ph *procHost) close(ctx context.Context) error {
 		return os.RemoveAll(ph.cacheDir)
 	}
 	return nil
-}
-
-func (ph *procHost) isClosed() bool {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	return ph.closed
 }
 
 // workerProc is the parent's handle on one worker process. One goroutine
@@ -228,7 +221,7 @@ func (ph *procHost) spawn(ctx context.Context, sink *logSink, regionSize, reserv
 	select {
 	case ph.spawns <- req:
 		err = <-req.done
-	case <-ph.ctx.Done():
+	case <-ph.bg.ctx.Done():
 		err = ErrClosed
 	}
 	p2wR.Close()
@@ -255,7 +248,7 @@ func (ph *procHost) spawn(ctx context.Context, sink *logSink, regionSize, reserv
 	}()
 	go w.readOutput(errR, sink)
 	ph.mu.Lock()
-	closed := ph.closed
+	closed := ph.bg.isClosing()
 	ph.live[w] = struct{}{}
 	ph.mu.Unlock()
 	if closed {
@@ -421,31 +414,29 @@ func (t *lineTail) String() string {
 }
 
 // procRunner runs a plugin's instances in worker processes: a pool of
-// loaded workers, refilled in the background after a kill.
+// loaded workers, refilled in the background after a kill. Their idle
+// calls and refills run in the host's background, so that closing the
+// plugin leaves them to finish and closing the host stops them.
 type procRunner struct {
+	lifecycle[*workerProc]
 	ph      *procHost
 	name    string
 	wasm    []byte
 	sink    *logSink
 	reserve int64
-	pool    chan *workerProc
-	closed  *atomic.Bool
 
 	refilling atomic.Bool
-	// idle tracks the workers whose guest runs its idle call, off the
-	// caller's path, before they go back to the pool.
-	idle idlers
 }
 
 // load starts the plugin's first worker, which compiles the module (filling
 // the cache for the next ones) and describes it.
 func (ph *procHost) load(ctx context.Context, p *Plugin, wasm []byte) (runner, ModuleInfo, error) {
 	lim := ph.cfg.limits
-	r := &procRunner{ph: ph, name: p.name, wasm: bytes.Clone(wasm), sink: p.sink, closed: &p.closed,
-		pool:    make(chan *workerProc, max(ph.cfg.poolSize, 1)),
+	r := &procRunner{ph: ph, name: p.name, wasm: bytes.Clone(wasm), sink: p.sink,
 		reserve: shm.AlignUp(int64(max(lim.maxModuleBytes, 1<<30))) + shm.AlignUp(int64(lim.maxOutputBytes))}
+	r.lifecycle = newLifecycle[*workerProc](r, p.name, lim.timeout, ph.cfg.poolSize, ph.bg, &p.closed)
 	ph.mu.Lock()
-	if ph.closed {
+	if ph.bg.isClosing() {
 		ph.mu.Unlock()
 		return nil, ModuleInfo{}, &Error{Plugin: p.name, Kind: ErrClosed}
 	}
@@ -465,7 +456,7 @@ func (ph *procHost) load(ctx context.Context, p *Plugin, wasm []byte) (runner, M
 		ph.mu.Unlock()
 		return nil, ModuleInfo{}, err
 	}
-	r.release(w)
+	r.release(ctx, w)
 	return r, info, nil
 }
 
@@ -593,7 +584,7 @@ func (r *procRunner) fail(ctx context.Context, w *workerProc, err error) error {
 		} else {
 			e = &Error{Plugin: r.name, Kind: ErrTimeout, Detail: fmt.Sprintf("stopped after %s", r.ph.cfg.limits.timeout)}
 		}
-	case r.ph.isClosed():
+	case r.ph.bg.isClosing():
 		w.kill()
 		e = &Error{Plugin: r.name, Kind: ErrClosed}
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrClosed) || isPipeError(err):
@@ -615,37 +606,31 @@ func (r *procRunner) deadlineError(ctx context.Context) *Error {
 	return deadlineError(r.name, r.ph.cfg.limits.timeout, ctx.Err())
 }
 
-func (r *procRunner) acquire(ctx context.Context) (*workerProc, error) {
-	for {
-		w, ok, err := takeFromPool(ctx, r.pool, &r.idle)
-		if err != nil {
-			return nil, r.deadlineError(ctx)
-		}
-		if !ok {
-			w, _, err := r.spawnLoaded(ctx)
-			return w, err
-		}
-		select {
-		case <-w.exited:
-			// It died while in the pool (the OOM killer, an operator): not
-			// this call's fault, so the call gets another worker.
-			w.close()
-		default:
-			return w, nil
-		}
+func (r *procRunner) newInstance(ctx context.Context) (*workerProc, error) {
+	w, _, err := r.spawnLoaded(ctx)
+	return w, err
+}
+
+// usable is false for a worker that died while in the pool (the OOM
+// killer, an operator): not the next call's fault, so the call gets
+// another worker.
+func (r *procRunner) usable(w *workerProc) bool {
+	select {
+	case <-w.exited:
+		return false
+	default:
+		return true
 	}
 }
 
-func (r *procRunner) release(w *workerProc) {
-	if r.closed.Load() || r.ph.isClosed() {
-		w.close()
-		return
-	}
-	select {
-	case r.pool <- w:
-	default:
-		w.close()
-	}
+func (r *procRunner) discard(_ context.Context, w *workerProc) { w.close() }
+
+// abandon kills a worker whose idle phase has begun: it would read
+// SHUTDOWN only once the guest's idle call ends.
+func (r *procRunner) abandon(w *workerProc) {
+	w.kill()
+	<-w.exited
+	w.close()
 }
 
 // refill starts one spare worker in the background after a kill, so that the
@@ -656,55 +641,44 @@ func (r *procRunner) refill() {
 	if !r.refilling.CompareAndSwap(false, true) {
 		return
 	}
-	r.ph.mu.Lock()
-	if r.ph.closed {
-		r.ph.mu.Unlock()
-		r.refilling.Store(false)
-		return
-	}
-	r.ph.bg.Add(1)
-	r.ph.mu.Unlock()
-	go func() {
-		defer r.ph.bg.Done()
+	started := r.ph.bg.run(func() {
 		defer r.refilling.Store(false)
+		ctx := r.ph.bg.ctx
 		backoff := refillBackoff
 		for range refillAttempts {
 			if r.closed.Load() || len(r.pool) == cap(r.pool) {
 				return
 			}
-			w, _, err := r.spawnLoaded(r.ph.ctx)
+			w, _, err := r.spawnLoaded(ctx)
 			if err == nil {
-				r.release(w)
+				r.release(ctx, w)
 				return
 			}
-			if r.ph.ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return // the host is closing
 			}
 			r.sink.logger.Warn("plugin worker: starting a spare failed", "err", err)
 			select {
 			case <-time.After(backoff):
 				backoff *= 2
-			case <-r.ph.ctx.Done():
+			case <-ctx.Done():
 				return
 			}
 		}
-	}()
+	})
+	if !started {
+		r.refilling.Store(false)
+	}
 }
 
 func (r *procRunner) close(ctx context.Context) error {
 	var wg sync.WaitGroup
-	for {
-		select {
-		case w := <-r.pool:
-			wg.Go(w.close)
-		default:
-			wg.Wait()
-			r.ph.mu.Lock()
-			delete(r.ph.runners, r)
-			r.ph.mu.Unlock()
-			return nil
-		}
-	}
+	r.drain(func(w *workerProc) { wg.Go(w.close) })
+	wg.Wait()
+	r.ph.mu.Lock()
+	delete(r.ph.runners, r)
+	r.ph.mu.Unlock()
+	return nil
 }
 
 func (r *procRunner) call(ctx context.Context, req *abi.Request) (*abi.Response, uint64, error) {
@@ -719,7 +693,7 @@ func (r *procRunner) call(ctx context.Context, req *abi.Request) (*abi.Response,
 		resp, mem, after, err := r.assign(ctx, w, req)
 		switch after {
 		case workerFree:
-			r.release(w)
+			r.release(ctx, w)
 		case workerIdling:
 			r.idleThenRelease(w)
 		case workerGoneBefore:
@@ -752,41 +726,28 @@ const (
 // idleThenRelease returns w to the pool once its idle call has ended. The
 // worker sends IDLE_DONE microseconds after RESULT when the guest has
 // nothing to do, so the frame is often in the read buffer already: then w
-// goes back at once. Otherwise a goroutine waits for it. An idle call past
-// the timeout, or a worker that breaks the protocol, is killed and replaced,
-// as after a failed call; a guest that trapped in idle has already replaced
-// its instance. Both are logged: no caller is waiting for the idle call.
+// goes back at once. Otherwise the lifecycle waits for it in the
+// background. An idle call past the timeout, or a worker that breaks the
+// protocol, is killed and replaced, as after a failed call; a guest that
+// trapped in idle has already replaced its instance. Both are logged: no
+// caller is waiting for the idle call.
 func (r *procRunner) idleThenRelease(w *workerProc) {
 	cs := &callState{sink: r.sink}
 	if r.idleDoneBuffered(w, cs) {
 		cs.finish()
-		r.release(w)
+		r.release(context.Background(), w)
 		return
 	}
-	r.ph.mu.Lock()
-	if r.ph.closed {
-		r.ph.mu.Unlock()
-		w.kill()
-		<-w.exited
-		w.close()
-		return
-	}
-	r.ph.bg.Add(1)
-	r.idle.start()
-	r.ph.mu.Unlock()
-	go func() {
-		defer r.ph.bg.Done()
-		defer r.idle.done() // after the release: a woken caller finds w in the pool
-		ok, err := r.awaitIdle(w, cs)
+	r.releaseAfterIdle(w, func(ctx context.Context) bool {
+		ok, err := r.awaitIdle(ctx, w, cs)
 		if err != nil && !errors.Is(err, ErrClosed) {
 			r.sink.logger.Warn("plugin idle call failed", "err", err, "worker_replaced", !ok)
 		}
-		if ok {
-			r.release(w)
-		} else {
+		if !ok {
 			r.refill()
 		}
-	}()
+		return ok
+	})
 }
 
 // idleDoneBuffered consumes, without blocking, the LOG frames and the clean
@@ -819,11 +780,10 @@ func (r *procRunner) idleDoneBuffered(w *workerProc, cs *callState) bool {
 	}
 }
 
-// awaitIdle reads w's frames up to IDLE_DONE, under the call timeout and the
-// host's life, noting log lines in cs. ok is false when w was killed or died
-// and has been released.
-func (r *procRunner) awaitIdle(w *workerProc, cs *callState) (ok bool, err error) {
-	ctx := r.ph.ctx
+// awaitIdle reads w's frames up to IDLE_DONE, under the call timeout and
+// ctx, the host's life, noting log lines in cs. ok is false when w was
+// killed or died and has been released.
+func (r *procRunner) awaitIdle(ctx context.Context, w *workerProc, cs *callState) (ok bool, err error) {
 	defer cs.finish()
 	stop := w.watch(ctx, time.Now().Add(r.ph.cfg.limits.timeout))
 	defer stop()
@@ -881,7 +841,7 @@ func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request
 	a := wire.Assign{Seed: req.Seed, RequestLen: uint64(len(enc)), ResponseOffset: uint64(respOff), RegionSize: uint64(w.region.Size())}
 	if err := w.send(wire.TypeAssign, a.Encode()); err != nil {
 		after := workerGone
-		if isPipeError(err) && !r.ph.isClosed() {
+		if isPipeError(err) && !r.ph.bg.isClosing() {
 			after = workerGoneBefore
 		}
 		return nil, 0, after, r.fail(ctx, w, err)
