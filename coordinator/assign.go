@@ -190,11 +190,11 @@ func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Respo
 		if ma := byMember[int32(i)]; ma != nil {
 			tps, userData = mergedByTopic(ma.Partitions), ma.UserData
 		}
-		assigned := make(map[string][]int32, len(tps))
-		for _, tp := range tps {
-			assigned[js.req.Topics[tp.Topic].Name] = tp.Partitions
+		byName := make([]topicPartitions, len(tps))
+		for k, tp := range tps {
+			byName[k] = topicPartitions{js.req.Topics[tp.Topic].Name, tp.Partitions}
 		}
-		m.assigned = assigned
+		m.setAssigned(byName)
 		m.assignment = encodeAssignmentOf(js.req, tps, userData, m.subs[g.protocol])
 	}
 	g.job = 0
@@ -276,13 +276,12 @@ func mergedByTopic(tps []abi.TopicPartitions) []abi.TopicPartitions {
 				ps = append(ps, tp.Partitions...)
 			}
 		}
-		if !strictlyAscending(ps) {
-			ps = slices.Clone(ps)
-			slices.Sort(ps)
-			ps = slices.Compact(ps)
-		}
+		ps = normalizedPartitions(ps)
 		merged = append(merged, abi.TopicPartitions{Topic: out[i].Topic, Partitions: ps})
 		i = j
+	}
+	if len(merged) == 0 {
+		return nil
 	}
 	return merged
 }
@@ -302,29 +301,36 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 		Protocol:   g.protocol,
 		Config:     g.cfg.PluginConfig,
 	}
+	// A member claims what it reported owning when it rejoined, or, for a
+	// static member that did not rejoin, what it was last given.
 	type claims struct {
-		owned map[string][]int32
-		gen   int32
+		reported []kmsg.ConsumerMemberMetadataOwnedPartition
+		held     map[string][]int32
+		gen      int32
 	}
 	own := make([]claims, len(members))
 	names := make(map[string]bool)
+	note := func(t string) {
+		if !names[t] {
+			names[t] = true
+		}
+	}
+	var lastTopics []string // members mostly subscribe alike
 	for i, m := range members {
 		sub := m.subs[g.protocol]
-		if sub != nil {
-			for _, t := range sub.Topics {
-				names[t] = true
+		if sub != nil && !slices.Equal(sub.topics, lastTopics) {
+			for _, t := range sub.topics {
+				note(t)
 			}
+			lastTopics = sub.topics
 		}
 		for t := range m.assigned {
-			names[t] = true
+			note(t)
 		}
 		cl := claims{gen: -1}
 		if m.rejoined {
 			if sub != nil && len(sub.OwnedPartitions) > 0 {
-				cl.owned = make(map[string][]int32)
-				for _, o := range sub.OwnedPartitions {
-					cl.owned[o.Topic] = append(cl.owned[o.Topic], o.Partitions...)
-				}
+				cl.reported = sub.OwnedPartitions
 				cl.gen = sub.Generation
 				if sub.Version < 2 || cl.gen < 0 {
 					// No generation (subscription v1, as librdkafka sends). A
@@ -342,10 +348,13 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 				}
 			}
 		} else if len(m.held) > 0 {
-			cl = claims{owned: m.held, gen: prev}
+			cl = claims{held: m.held, gen: prev}
 		}
-		for t := range cl.owned {
-			names[t] = true
+		for _, o := range cl.reported {
+			note(o.Topic)
+		}
+		for t := range cl.held {
+			note(t)
 		}
 		own[i] = cl
 	}
@@ -374,20 +383,41 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 		}
 		out := make([]abi.TopicPartitions, 0, len(byTopic))
 		for name, ps := range byTopic {
-			if !strictlyAscending(ps) {
-				ps = slices.Clone(ps)
-				slices.Sort(ps)
-				ps = slices.Compact(ps)
-			}
-			if len(ps) > 0 {
+			if ps = normalizedPartitions(ps); len(ps) > 0 {
 				out = append(out, abi.TopicPartitions{Topic: index[name], Partitions: ps})
 			}
 		}
 		slices.SortFunc(out, byTopicIndex)
 		return out
 	}
+	// reported is a member's report of what it owns, by topic index: a
+	// topic named twice has its partitions joined.
+	var scratch []abi.TopicPartitions
+	reported := func(os []kmsg.ConsumerMemberMetadataOwnedPartition) []abi.TopicPartitions {
+		scratch = scratch[:0]
+		for _, o := range os {
+			scratch = append(scratch, abi.TopicPartitions{Topic: index[o.Topic], Partitions: o.Partitions})
+		}
+		return mergedByTopic(scratch)
+	}
+	// previous is what the member was given in the generation before, in
+	// name order, which is index order.
+	previous := func(m *member) []abi.TopicPartitions {
+		if len(m.assignedByName) == 0 {
+			return nil
+		}
+		out := make([]abi.TopicPartitions, len(m.assignedByName))
+		for k, tp := range m.assignedByName {
+			out[k] = abi.TopicPartitions{Topic: index[tp.topic], Partitions: tp.partitions}
+		}
+		return out
+	}
 	allCoop := len(members) > 0
 	for i, m := range members {
+		owned := toTPs(own[i].held)
+		if own[i].reported != nil {
+			owned = reported(own[i].reported)
+		}
 		am := abi.Member{
 			MemberID:        m.id,
 			InstanceID:      m.instanceID,
@@ -396,8 +426,8 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 			Rack:            m.rack,
 			Cooperative:     len(m.protocols) > 0,
 			OwnedGeneration: own[i].gen,
-			Owned:           toTPs(own[i].owned),
-			Previous:        toTPs(m.assigned),
+			Owned:           owned,
+			Previous:        previous(m),
 		}
 		for _, p := range m.protocols {
 			if !g.cfg.isCooperative(p.Name) {
@@ -417,6 +447,17 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 		req.RebalanceProtocol = abi.Cooperative
 	}
 	return req
+}
+
+// normalizedPartitions returns ps ascending and without repeats: ps itself
+// when it already is, a sorted copy otherwise.
+func normalizedPartitions(ps []int32) []int32 {
+	if strictlyAscending(ps) {
+		return ps
+	}
+	ps = slices.Clone(ps)
+	slices.Sort(ps)
+	return slices.Compact(ps)
 }
 
 func strictlyAscending(ps []int32) bool {
@@ -511,27 +552,41 @@ func lastResortRange(req *abi.Request) *abi.Response {
 // owner, including those of members that left and new partitions.
 func countMoved(req *abi.Request, target *abi.Response) int {
 	moved := 0
+	// had[t] is the member's previous partitions of topic t, ascending;
+	// a slice by topic index, reset after each member, costs no map.
+	had := make([][]int32, len(req.Topics))
 	for _, ma := range target.Members {
 		if ma.Member < 0 || int(ma.Member) >= len(req.Members) {
 			continue
 		}
-		prev := make(map[int32][]int32, len(req.Members[ma.Member].Previous))
-		for _, tp := range req.Members[ma.Member].Previous {
-			prev[tp.Topic] = append(prev[tp.Topic], tp.Partitions...)
+		prev := slices.DeleteFunc(slices.Clone(req.Members[ma.Member].Previous), func(tp abi.TopicPartitions) bool {
+			return tp.Topic < 0 || int(tp.Topic) >= len(had)
+		})
+		for _, tp := range prev {
+			if had[tp.Topic] == nil {
+				had[tp.Topic] = tp.Partitions
+			} else {
+				had[tp.Topic] = append(slices.Clone(had[tp.Topic]), tp.Partitions...)
+			}
 		}
-		for t, ps := range prev {
-			if !slices.IsSorted(ps) {
-				slices.Sort(ps)
-				prev[t] = ps
+		for _, tp := range prev {
+			if ps := had[tp.Topic]; !slices.IsSorted(ps) {
+				had[tp.Topic] = slices.Sorted(slices.Values(ps))
 			}
 		}
 		for _, tp := range ma.Partitions {
-			had := prev[tp.Topic]
+			if tp.Topic < 0 || int(tp.Topic) >= len(had) {
+				moved += len(tp.Partitions)
+				continue
+			}
 			for _, p := range tp.Partitions {
-				if _, ok := slices.BinarySearch(had, p); !ok {
+				if _, ok := slices.BinarySearch(had[tp.Topic], p); !ok {
 					moved++
 				}
 			}
+		}
+		for _, tp := range prev {
+			had[tp.Topic] = nil
 		}
 	}
 	return moved

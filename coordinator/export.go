@@ -155,8 +155,8 @@ func (c *Coordinator) Restore(now time.Time, states []GroupState) (Output, error
 			m := &member{
 				id: ms.MemberID, instanceID: ms.InstanceID, clientID: ms.ClientID, host: ms.ClientHost,
 				session: ms.SessionTimeout, rebalance: ms.RebalanceTimeout, protocolType: ms.ProtocolType,
-				assignment: slices.Clone(ms.Assignment), assigned: cloneAssignment(ms.Assigned),
-				held: cloneAssignment(ms.Held), heldGen: ms.HeldGeneration,
+				assignment: slices.Clone(ms.Assignment),
+				held:       cloneAssignment(ms.Held), heldGen: ms.HeldGeneration,
 				subs: make(map[string]*subscription),
 			}
 			for _, p := range ms.Protocols {
@@ -167,6 +167,13 @@ func (c *Coordinator) Restore(now time.Time, states []GroupState) (Output, error
 					}
 				}
 			}
+			var assigned []topicPartitions
+			for _, t := range sortedKeys(ms.Assigned) {
+				if ps := normalizedPartitions(ms.Assigned[t]); len(ps) > 0 {
+					assigned = append(assigned, topicPartitions{t, ps})
+				}
+			}
+			m.setAssigned(assigned)
 			m.rack = c.resolveRack(g, m)
 			m.heartbeatDeadline = now.Add(m.session)
 			g.members[m.id] = m

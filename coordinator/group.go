@@ -87,8 +87,12 @@ type member struct {
 	// assignment is what SyncGroup answers in the current generation.
 	assignment []byte
 	// assigned is the server-side assignment of the current generation by
-	// topic; it becomes abi.Member.Previous in the next one.
-	assigned map[string][]int32
+	// topic; it becomes abi.Member.Previous in the next one. assignedByName
+	// holds the same, ordered by topic name, each topic's partitions
+	// ascending: the next request lists it without sorting (setAssigned
+	// keeps the two together).
+	assigned       map[string][]int32
+	assignedByName []topicPartitions
 	// held is what the member last received in a SyncGroup answer, and
 	// heldGen that answer's generation: what it may still own.
 	held    map[string][]int32
@@ -351,6 +355,22 @@ func (g *group) selectProtocol() string {
 		}
 	}
 	return best
+}
+
+// topicPartitions is a topic's partitions, by topic name.
+type topicPartitions struct {
+	topic      string
+	partitions []int32
+}
+
+// setAssigned records byName, ordered by topic name with ascending,
+// distinct partitions and no empty topic, as the member's assignment.
+func (m *member) setAssigned(byName []topicPartitions) {
+	m.assignedByName = byName
+	m.assigned = make(map[string][]int32, len(byName))
+	for _, tp := range byName {
+		m.assigned[tp.topic] = tp.partitions
+	}
 }
 
 // add puts m into the group; the first member sets the protocol type and,
