@@ -106,8 +106,10 @@ func (c *Coordinator) deleteGroups(id RequestID, r *kmsg.DeleteGroupsRequest) {
 		case g.state != Empty:
 			refused[name] = kerr.NonEmptyGroup.Code
 		default:
+			// Through the state table, so the driver hears of it: it
+			// saves the state and drops the group's metrics.
 			delete(c.groups, name)
-			g.state = Dead
+			c.transition(g, Dead)
 			forward = append(forward, name)
 		}
 	}

@@ -155,6 +155,20 @@ func TestDeleteGroups_OnlyEmptyGroups(t *testing.T) {
 	if h.c.groups["idle"] != nil || h.c.groups["busy"] == nil {
 		t.Fatal("wrong groups deleted locally")
 	}
+	// The driver learns of the deletion as of any end of a group: it
+	// saves the state and drops the group's metrics on it.
+	dead := 0
+	for _, e := range h.events {
+		if e.Kind == EventStateChanged && e.State == Dead {
+			if e.Group != "idle" {
+				t.Errorf("group %s reported Dead", e.Group)
+			}
+			dead++
+		}
+	}
+	if dead != 1 {
+		t.Errorf("%d Dead events for one deleted group", dead)
+	}
 }
 
 func TestOffsetDelete_RefusesSubscribedTopics(t *testing.T) {

@@ -56,8 +56,10 @@ type Config struct {
 	// Restore, when set, is loaded at start (state saved by Persist).
 	Restore []coordinator.GroupState
 	// Persist, when set, is called with every group's state each time a
-	// group becomes Stable, from the driver's goroutine: it must be quick
-	// (write a file, not call the network).
+	// group becomes Stable, Empty or Dead (once per step of the
+	// coordinator, however many groups it moved) and at Close, from the
+	// driver's goroutine: it must be quick (write a file, not call the
+	// network).
 	Persist func([]coordinator.GroupState)
 	Logger  *slog.Logger
 	// Hooks observe the driver (see Hook); nil for none.
@@ -100,14 +102,17 @@ type Driver struct {
 
 	// Owned by the loop goroutine.
 	upstreamDown bool
-	nextID       coordinator.RequestID
-	waiting      map[coordinator.RequestID]chan result
-	timer        *time.Timer
-	deadline     time.Time
-	started      map[string]time.Time // rebalance start per group
-	assignor     map[string]string    // assignor of each group's latest job
-	last         map[string]Rebalance // each group's latest completed rebalance
-	storms       map[string]*stormWatch
+	// persistDue is set when an event of the Output being applied calls
+	// for saving the state.
+	persistDue bool
+	nextID     coordinator.RequestID
+	waiting    map[coordinator.RequestID]chan result
+	timer      *time.Timer
+	deadline   time.Time
+	started    map[string]time.Time // rebalance start per group
+	assignor   map[string]string    // assignor of each group's latest job
+	last       map[string]Rebalance // each group's latest completed rebalance
+	storms     map[string]*stormWatch
 }
 
 // stormWatch remembers a group's recent rebalances and what caused them.
@@ -449,6 +454,12 @@ func (d *Driver) Close() {
 	}
 	close(d.closed)
 	<-d.done
+	// The loop has ended, so nothing else touches the coordinator: save
+	// its last state (sessions and generations moved since the last
+	// transition).
+	if d.cfg.Persist != nil {
+		d.cfg.Persist(d.coord.Export())
+	}
 	d.cancel()
 	d.bg.Wait()
 }
@@ -469,6 +480,11 @@ func (d *Driver) apply(out coordinator.Output) {
 	}
 	if len(out.NeedMetadata) > 0 && d.cfg.NeedMetadata != nil {
 		d.cfg.NeedMetadata(out.NeedMetadata)
+	}
+	if d.persistDue && d.cfg.Persist != nil {
+		// Once per Output, however many groups it moved.
+		d.persistDue = false
+		d.cfg.Persist(d.coord.Export())
 	}
 	d.arm(out.NextDeadline)
 }
@@ -588,8 +604,10 @@ func (d *Driver) observe(e coordinator.Event) {
 			delete(d.assignor, e.Group)
 			each(d.cfg.Hooks, func(h HookGroupRemoved) { h.OnGroupRemoved(e.Group) })
 		}
-		if e.State == coordinator.Stable && d.cfg.Persist != nil {
-			d.cfg.Persist(d.coord.Export())
+		// A group that settles, empties or goes is saved as it is now:
+		// saving only at Stable brought emptied groups back with ghosts.
+		if e.State == coordinator.Stable || e.State == coordinator.Empty || e.State == coordinator.Dead {
+			d.persistDue = true
 		}
 	}
 }

@@ -536,3 +536,37 @@ func TestDriver_AFetchRackReachesAStableGroupWithOneRebalance(t *testing.T) {
 		})
 	}
 }
+
+// noPlugins fails every assignment: the persistence test needs none.
+type noPlugins struct{}
+
+func (noPlugins) Assign(context.Context, string, *abi.Request) (*abi.Response, error) {
+	return nil, fmt.Errorf("no plugins here")
+}
+
+// TestDriver_CloseSavesTheLastState: Close hands Persist the state as the
+// loop left it, so a clean stop saves what changed since the last
+// transition; it saves once, however often Close is called.
+func TestDriver_CloseSavesTheLastState(t *testing.T) {
+	var saves [][]coordinator.GroupState
+	d, err := driver.Start(driver.Config{
+		Coordinator: coordinator.Config{Default: coordinator.GroupConfig{InitialRebalanceDelay: -1}},
+		Plugins:     noPlugins{},
+		Forwarder:   acceptAll{},
+		Logger:      testLogger(),
+		Persist:     func(s []coordinator.GroupState) { saves = append(saves, s) },
+		Restore:     []coordinator.GroupState{{Group: "g", State: "Empty", ProtocolType: "consumer"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(saves)
+	d.Close()
+	d.Close()
+	if len(saves) != before+1 {
+		t.Fatalf("Close saved %d times, want once", len(saves)-before)
+	}
+	if last := saves[len(saves)-1]; len(last) != 1 || last[0].Group != "g" {
+		t.Errorf("Close saved %+v, want group g", last)
+	}
+}

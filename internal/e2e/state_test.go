@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/internal/testutil"
+	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
+)
+
+// TestRestart_StateSavedAtEveryTransitionComesBackTruthfully kills the
+// daemon (SIGKILL: no shutdown hook runs) after one group's only member
+// left and another group was deleted, and starts it again from its state
+// directory. The emptied group comes back Empty with no members, not Stable
+// with a ghost whose session would block offset resets and admin commits,
+// and the deleted group stays gone: state is saved when a group turns
+// Empty or Dead, not only when it turns Stable.
+func TestRestart_StateSavedAtEveryTransitionComesBackTruthfully(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 90*time.Second)
+	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	dir := t.TempDir()
+	cfg := testutil.GatewayConfig{
+		Listen:      "127.0.0.1:0",
+		AdminListen: "127.0.0.1:0",
+		Server:      fmt.Sprintf("state_dir = %q", filepath.Join(dir, "state")),
+		Brokers:     cluster.ListenAddrs(),
+		Groups:      []testutil.GroupRule{{Match: "*"}},
+	}.String()
+	d := startDaemon(t, dir, cfg)
+
+	for _, group := range []string{"deleted", "emptied"} {
+		// emptied turns Stable last: no later Stable saves its Empty.
+		rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
+		c, err := rig.Start("a", kfakegroup.ConsumerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := settled(ctx, d, group, rig.Ledger(), []string{"a"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Leave(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rig.Close(ctx)
+		if err := kfakegroup.WaitFor(ctx, func() error {
+			g, err := d.group(ctx, group)
+			if err != nil {
+				return err
+			}
+			if g.State != "Empty" || len(g.Members) != 0 {
+				return fmt.Errorf("group %s is %s with %d members, want Empty with none", group, g.State, len(g.Members))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := adminClient(t, []string{d.bootstrap})
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"deleted"}
+	// The upstream never saw the group (no member committed), so it may
+	// answer GROUP_ID_NOT_FOUND for its part; the gateway's group goes.
+	resp, err := del.RequestWith(ctx, cl)
+	if err != nil || len(resp.Groups) != 1 || (resp.Groups[0].ErrorCode != 0 && resp.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code) {
+		t.Fatalf("DeleteGroups: %v %+v", err, resp)
+	}
+	if err := kfakegroup.WaitFor(ctx, func() error {
+		if _, err := d.group(ctx, "deleted"); err == nil || !strings.Contains(err.Error(), "404") {
+			return fmt.Errorf("deleted group still listed: %v", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// No shutdown hook: only what was saved at the transitions counts.
+	_ = d.cmd.Process.Kill()
+	<-d.exited
+	d2 := startDaemonFile(t, d.cfgFile)
+	g, err := d2.group(ctx, "emptied")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.State != "Empty" || len(g.Members) != 0 {
+		t.Errorf("after a restart the emptied group is %s with %d members, want Empty with none", g.State, len(g.Members))
+	}
+	if _, err := d2.group(ctx, "deleted"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("after a restart the deleted group is back: %v", err)
+	}
+}
