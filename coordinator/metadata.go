@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 )
@@ -222,7 +223,7 @@ func (c *Coordinator) rackAware(g *group) bool {
 
 // fingerprint hashes what g's assignment depends on in the metadata: each
 // subscribed topic's existence and partition count and, for rack-aware
-// groups, each partition's replicas and their brokers' racks.
+// groups, the set of each partition's replica racks.
 func (c *Coordinator) fingerprint(g *group) uint64 {
 	topics := make(map[string]bool)
 	for _, m := range g.members {
@@ -255,11 +256,21 @@ func (c *Coordinator) fingerprint(g *group) uint64 {
 		if !withRacks {
 			continue
 		}
+		// Kafka's ConsumerCoordinator compares each partition's set of
+		// replica racks, not its replicas: moving a replica within its
+		// rack, or listing replicas in another order, changes no
+		// rack-aware assignment and must cost no rebalance.
+		var set []string
 		for _, p := range t.Partitions {
-			putInt(int32(len(p.Replicas)))
+			set = set[:0]
 			for _, r := range p.Replicas {
-				putInt(r)
-				h.Write([]byte(racks[r]))
+				set = append(set, racks[r])
+			}
+			slices.Sort(set)
+			set = slices.Compact(set)
+			putInt(int32(len(set)))
+			for _, rack := range set {
+				h.Write([]byte(rack))
 				h.Write([]byte{0})
 			}
 		}

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -311,5 +312,65 @@ func TestMetadataWait_FirstAssignmentWaitsForTopicsNeverLookedUp(t *testing.T) {
 				t.Fatalf("a holds %v, want all 4 partitions of t", a.held)
 			}
 		})
+	}
+}
+
+// TestMetadata_ReplicaMovesRebalanceOnlyWhenRacksChange: as Kafka's
+// ConsumerCoordinator compares, a rack-aware group's assignment depends on
+// each partition's count and the set of its replicas' racks. A replica
+// moving to another broker of the same rack, or replicas listed in another
+// order, changes neither; a replica moving to another rack does, and so
+// does a new partition. A group without racks ignores racks altogether.
+func TestMetadata_ReplicaMovesRebalanceOnlyWhenRacksChange(t *testing.T) {
+	base := func() *Metadata {
+		return &Metadata{
+			Brokers: []Broker{{1, "a"}, {2, "b"}, {3, "c"}, {4, "a"}},
+			Topics: map[string]TopicMetadata{"t": {Partitions: []PartitionMetadata{
+				{Leader: 1, Replicas: []int32{1, 2}},
+				{Leader: 2, Replicas: []int32{2, 3}},
+			}}},
+		}
+	}
+	tests := []struct {
+		name      string
+		change    func(md *Metadata)
+		rebalance bool
+	}{
+		{"nothing", func(*Metadata) {}, false},
+		{"a replica moves to a broker of the same rack", func(md *Metadata) {
+			md.Topics["t"].Partitions[0] = PartitionMetadata{Leader: 4, Replicas: []int32{4, 2}}
+		}, false},
+		{"replicas listed in another order", func(md *Metadata) {
+			md.Topics["t"].Partitions[1] = PartitionMetadata{Leader: 3, Replicas: []int32{3, 2}}
+		}, false},
+		{"a replica moves to another rack", func(md *Metadata) {
+			md.Topics["t"].Partitions[0] = PartitionMetadata{Leader: 1, Replicas: []int32{1, 3}}
+		}, true},
+		{"a partition is added", func(md *Metadata) {
+			tm := md.Topics["t"]
+			tm.Partitions = append(tm.Partitions, PartitionMetadata{Leader: 1, Replicas: []int32{1}})
+			md.Topics["t"] = tm
+		}, true},
+	}
+	for _, withRack := range []bool{true, false} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("rack-aware=%v/%s", withRack, tt.name), func(t *testing.T) {
+				h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+				h.setMetadata(base())
+				a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+				if withRack {
+					a.rack = "a"
+				}
+				settle(h, a)
+				gen := h.c.groups["g"].generation
+				md := base()
+				tt.change(md)
+				h.setMetadata(md)
+				want := tt.rebalance && (withRack || tt.name == "a partition is added")
+				if got := h.c.groups["g"].state == PreparingRebalance; got != want {
+					t.Errorf("rebalancing %v after the change (generation %d), want %v", got, gen, want)
+				}
+			})
+		}
 	}
 }

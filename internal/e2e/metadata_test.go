@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/wasmassign/wasmassign/internal/testutil"
+	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
+)
+
+// TestMetadata_AReplicaMovedWithinItsRackCostsNoRebalance runs a rack-aware
+// kgo cooperative-sticky group through the gateway in front of a kfake
+// cluster of seven brokers on racks a, b, c, a, b, c, d, and moves a
+// partition as a rebalancer such as Cruise Control does. kfake gives a
+// partition led by broker n the replicas n, n+1 and n+2, so moving
+// partition 0 from broker 0 to broker 3 changes every replica but keeps its
+// set of replica racks, which is what Kafka's ConsumerCoordinator compares:
+// no rebalance over several metadata refreshes. Moving it to broker 4
+// (racks b, c, d) must rebalance.
+func TestMetadata_AReplicaMovedWithinItsRackCostsNoRebalance(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 90*time.Second)
+	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(7), kfake.SeedTopics(4, "events"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	place := func(leader int32) {
+		for p := int32(0); p < 4; p++ {
+			l := p % 3
+			if p == 0 {
+				l = leader
+			}
+			if err := cluster.MoveTopicPartition("events", p, l); err != nil {
+				t.Fatal(err)
+			}
+			cluster.SetFollowers("events", p, nil)
+		}
+	}
+	place(0)
+	cfg := testutil.GatewayConfig{
+		Brokers:     cluster.ListenAddrs(),
+		BrokerRacks: map[int32]string{0: "az-a", 1: "az-b", 2: "az-c", 3: "az-a", 4: "az-b", 5: "az-c", 6: "az-d"},
+		Groups:      []testutil.GroupRule{{Match: "*"}},
+	}.String()
+	d := startDaemon(t, t.TempDir(), cfg)
+	const group = "rack-moves"
+	rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
+	defer rig.Close(ctx)
+	opts := kfakegroup.ConsumerOptions{
+		Balancers: []kgo.GroupBalancer{kgo.CooperativeStickyBalancer()},
+		Rack:      "az-a",
+	}
+	for _, n := range []string{"a", "b"} {
+		if _, err := rig.Start(n, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := settled(ctx, d, group, rig.Ledger(), []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Members[0].Rack != "az-a" {
+		t.Fatalf("member rack %q: the group is not rack-aware, so the test shows nothing", g.Members[0].Rack)
+	}
+
+	place(3)                    // broker 3 is in az-a too
+	time.Sleep(4 * time.Second) // four metadata refreshes (the test config's 1 s)
+	if after, err := d.group(ctx, group); err != nil || after.Generation != g.Generation {
+		t.Fatalf("after a move within the rack: generation %d (err %v), want %d: a rebalance Kafka would not make", after.Generation, err, g.Generation)
+	}
+
+	place(4) // replicas 4, 5, 6: racks b, c, d
+	if err := kfakegroup.WaitFor(ctx, func() error {
+		after, err := d.group(ctx, group)
+		if err != nil {
+			return err
+		}
+		if after.Generation == g.Generation {
+			return fmt.Errorf("still generation %d after a move to another rack", after.Generation)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
