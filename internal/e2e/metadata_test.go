@@ -2,11 +2,19 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 )
@@ -85,5 +93,83 @@ func TestMetadata_AReplicaMovedWithinItsRackCostsNoRebalance(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMetadata_ATopicErrorIsNoDeletion has the upstream answer a subscribed
+// topic with LEADER_NOT_AVAILABLE, as during an election, for a few
+// metadata refreshes. The gateway keeps the topic's last known metadata:
+// the group, a kgo range group through the gateway, does not rebalance,
+// neither when the error starts (a dropped topic) nor when it ends (the
+// topic back). The error is counted in
+// wasmassign_topic_metadata_errors_total.
+func TestMetadata_ATopicErrorIsNoDeletion(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 90*time.Second)
+	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cfg := testutil.GatewayConfig{
+		Brokers: cluster.ListenAddrs(),
+		Groups:  []testutil.GroupRule{{Match: "*"}},
+	}.String()
+	d := startDaemon(t, t.TempDir(), cfg)
+	const group = "topic-errors"
+	rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
+	defer rig.Close(ctx)
+	opts := kfakegroup.ConsumerOptions{Balancers: []kgo.GroupBalancer{kgo.RangeBalancer()}}
+	for _, n := range []string{"a", "b"} {
+		if _, err := rig.Start(n, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := settled(ctx, d, group, rig.Ledger(), []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var failing atomic.Bool
+	failing.Store(true)
+	cluster.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		if !failing.Load() {
+			return nil, nil, false
+		}
+		r := req.(*kmsg.MetadataRequest)
+		resp := r.ResponseKind().(*kmsg.MetadataResponse)
+		for i, addr := range cluster.ListenAddrs() {
+			host, port, _ := net.SplitHostPort(addr)
+			p, _ := strconv.Atoi(port)
+			b := kmsg.NewMetadataResponseBroker()
+			b.NodeID, b.Host, b.Port = int32(i), host, int32(p)
+			resp.Brokers = append(resp.Brokers, b)
+		}
+		for _, rt := range r.Topics {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = rt.Topic, kerr.LeaderNotAvailable.Code
+			resp.Topics = append(resp.Topics, mt)
+		}
+		return resp, nil, true
+	})
+	time.Sleep(3 * time.Second) // three of the gateway's refreshes (1 s)
+	failing.Store(false)
+	time.Sleep(2500 * time.Millisecond)
+	after, err := d.group(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Generation != g.Generation {
+		t.Errorf("generation %d after a topic error came and went, want %d: a topic error read as a deletion", after.Generation, g.Generation)
+	}
+	resp, err := http.Get("http://" + d.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), `wasmassign_topic_metadata_errors_total{error="LEADER_NOT_AVAILABLE"}`) {
+		t.Error("the topic error is not counted in wasmassign_topic_metadata_errors_total")
 	}
 }

@@ -44,6 +44,7 @@ type Metrics struct {
 	proxyRequests      *prometheus.CounterVec
 	proxyLatency       *prometheus.HistogramVec
 	upstreamErrors     *prometheus.CounterVec
+	topicErrors        *prometheus.CounterVec
 	splitBrain         *prometheus.CounterVec
 	storms             *prometheus.CounterVec
 	pluginReloads      *prometheus.CounterVec
@@ -123,6 +124,10 @@ func New(reg prometheus.Registerer, groupCap int) *Metrics {
 			Name: "wasmassign_upstream_errors_total",
 			Help: "Failures talking to the upstream cluster, by kind (dial, io, metadata, protocol).",
 		}, []string{"kind"}),
+		topicErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmassign_topic_metadata_errors_total",
+			Help: "Metadata refreshes in which the upstream answered a subscribed topic with an error other than an unknown topic (an election, an authorization failure of the gateway's principal), by Kafka error; the topic's last known metadata stands.",
+		}, []string{"error"}),
 		splitBrain: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wasmassign_split_brain_total",
 			Help: "Times a managed group was also seen with members on the upstream: clients bypassing the gateway, or a second gateway.",
@@ -144,7 +149,7 @@ func New(reg prometheus.Registerer, groupCap int) *Metrics {
 	reg.MustRegister(m.rebalances, m.rebalanceDuration, m.movedPartitions, m.withheldPartitions,
 		m.groupMembers, m.groupGeneration, m.unassigned, m.rackLocality,
 		m.pluginCalls, m.pluginFailures, m.fallbacks, m.proxyRequests, m.proxyLatency,
-		m.upstreamErrors, m.splitBrain, m.storms, m.pluginReloads, m.pluginsLoaded)
+		m.upstreamErrors, m.topicErrors, m.splitBrain, m.storms, m.pluginReloads, m.pluginsLoaded)
 	return m
 }
 
@@ -233,6 +238,12 @@ func (m *Metrics) ProxiedRequest(api string, local bool, d time.Duration) {
 
 // UpstreamError records a failure talking to the upstream.
 func (m *Metrics) UpstreamError(kind string) { m.upstreamErrors.WithLabelValues(kind).Inc() }
+
+// TopicMetadataError records a subscribed topic's metadata error (a Kafka
+// error name) in one refresh.
+func (m *Metrics) TopicMetadataError(kafkaError string) {
+	m.topicErrors.WithLabelValues(kafkaError).Inc()
+}
 
 // SplitBrain records that a managed group also has members upstream.
 func (m *Metrics) SplitBrain(group string) {

@@ -19,6 +19,7 @@ func exercise(m *Metrics) {
 	m.Fallback("sticky", "range")
 	m.ProxiedRequest("Fetch", false, time.Millisecond)
 	m.UpstreamError("dial")
+	m.TopicMetadataError("LEADER_NOT_AVAILABLE")
 	m.SplitBrain("g")
 	m.RebalanceStorm("g", "session timeouts")
 	m.PluginReload(true, 5)
