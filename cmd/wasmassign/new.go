@@ -16,9 +16,10 @@ import (
 
 // assignorName is what `new` accepts as an assignor name: lowercase letters,
 // digits, '-', '.' and '_', starting and ending with a letter or digit. The
-// name doubles as a directory, a Go module path, an npm package name and
-// (after a small rewrite) a Cargo package name, and this is what all of them
-// accept.
+// name doubles as a directory, a file name and the protocol name consumers
+// send, and is spelled the same in every language's source. The project's
+// name in go.mod, Cargo.toml and package.json comes from it too, rewritten
+// by package scaffold where that language has rules of its own.
 var assignorName = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`)
 
 // builtinAssignorNames are the names the embedded built-in plugins claim. A
@@ -74,7 +75,7 @@ func newCmd(_ context.Context, e *env, args []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	written, err := scaffold.Write(dir, lang, name)
+	written, err := scaffold.Write(dir, lang, name, scaffold.Options{})
 	if err != nil {
 		return fmt.Errorf("writing the project to %s: %w", dir, err)
 	}

@@ -196,18 +196,7 @@ func TestNew_EveryLanguageBuildsAPluginThatInspectAndSimulateAccept(t *testing.T
 	for _, b := range builds {
 		wg.Go(func() {
 			start := time.Now()
-			cmd := exec.CommandContext(ctx, "make")
-			cmd.Dir = b.dir
-			// Build as a user would: not as a sub-make of `make test`,
-			// whose flags and jobserver are no business of the scaffold,
-			// and not in this repository's Go workspace, which a GOWORK
-			// in the environment would point the Go project's build at.
-			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-				k, _, _ := strings.Cut(kv, "=")
-				return k == "MAKEFLAGS" || k == "MFLAGS" || k == "MAKELEVEL" || k == "GOWORK"
-			})
-			cmd.Env = append(cmd.Env, "GOWORK=off")
-			b.out, b.err = cmd.CombinedOutput()
+			b.out, b.err = makeProject(ctx, b.dir)
 			b.took = time.Since(start)
 		})
 	}
@@ -245,6 +234,60 @@ func TestNew_EveryLanguageBuildsAPluginThatInspectAndSimulateAccept(t *testing.T
 					t.Fatalf("simulate ran %q; want %q", out.Assignor, name)
 				}
 				checkValidAssignment(t, readScenarioDoc(t, sc), out.Target)
+			}
+		})
+	}
+}
+
+// makeProject runs make in a generated project as a user would: not as a
+// sub-make of `make test`, whose flags and jobserver are no business of the
+// scaffold, and not in this repository's Go workspace, which a GOWORK in the
+// environment would point the Go project's build at.
+func makeProject(ctx context.Context, dir string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "make")
+	cmd.Dir = dir
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == "MAKEFLAGS" || k == "MFLAGS" || k == "MAKELEVEL" || k == "GOWORK"
+	})
+	cmd.Env = append(cmd.Env, "GOWORK=off")
+	return cmd.CombinedOutput()
+}
+
+// A project builds whatever its directory is called, as long as that is an
+// assignor name. As Go module paths, "go" is one the go command refuses and
+// "fmt" one that collides with the standard library's package; as a Cargo
+// package, "wasmassign" collides with the SDK the project depends on.
+func TestNew_ProjectBuildsWhateverItsDirectoryIsCalled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds three plugin projects; not in -short mode")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatal("make is not installed; the scaffolds build with make")
+	}
+	root := t.TempDir()
+	for _, tt := range []struct{ lang, name string }{{"go", "go"}, {"go", "fmt"}, {"rust", "wasmassign"}} {
+		name := tt.name
+		t.Run(tt.lang+"/"+name, func(t *testing.T) {
+			dir := filepath.Join(root, tt.lang, name)
+			if code, _, stderr := wasmassign(t, "new", "--lang", tt.lang, dir); code != 0 {
+				t.Fatalf("new --lang %s %s: exit %d: %s", tt.lang, dir, code, stderr)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			if out, err := makeProject(ctx, dir); err != nil {
+				t.Fatalf("make in %s: %v\n%s", dir, err, out)
+			}
+			code, stdout, stderr := wasmassign(t, "inspect", "--format", "json", filepath.Join(dir, name+".wasm"))
+			if code != 0 {
+				t.Fatalf("inspect: exit %d: %s", code, stderr)
+			}
+			var ins inspection
+			if err := json.Unmarshal([]byte(stdout), &ins); err != nil {
+				t.Fatalf("inspect output: %v\n%s", err, stdout)
+			}
+			if len(ins.Assignors) != 1 || ins.Assignors[0].Name != name {
+				t.Fatalf("inspect lists assignors %+v; want one, %q", ins.Assignors, name)
 			}
 		})
 	}

@@ -15,8 +15,9 @@
 // templates/ holds each language's project files. Every template file ends
 // in .tmpl, so that no tool mistakes a template for source of this module;
 // the suffix is dropped when it is written, and gitignore.tmpl becomes
-// .gitignore. The placeholders @NAME@, @CRATE@, @GOVERSION@, @LANGUAGE@,
-// @SOURCE@ and @TOOLCHAIN@ are replaced on the way out.
+// .gitignore. The placeholders @NAME@, @CRATE@, @GOMODULE@, @GOVERSION@,
+// @LANGUAGE@, @NPMNAME@, @SOURCE@ and @TOOLCHAIN@ are replaced on the way
+// out.
 //
 // The package only writes files. It must never import the runtime or run a
 // build: checking a name against the built-in assignors is the command's job.
@@ -85,11 +86,22 @@ var ErrUnknownLang = errors.New("unknown language")
 // sdkDir is where a project keeps its copy of the SDK.
 const sdkDir = "wasmassign"
 
+// Options are a project's settings besides its language and assignor name.
+// The zero value derives each of them from the name.
+type Options struct {
+	// GoModule is a Go project's module path; empty means GoModulePath of
+	// the name. Write does not check it (CheckGoModulePath does), and the
+	// other languages have no module path.
+	GoModule string
+}
+
 // Write writes a plugin project for language lang into dir, whose assignor
 // is called name. dir must exist; Write does not check that it is empty or
-// that name is a usable assignor name, which is the caller's business. It
-// returns the paths it wrote, relative to dir.
-func Write(dir, langName, name string) ([]string, error) {
+// that name is a usable assignor name, which is the caller's business, but
+// whatever name is, the names the language's own files give the project
+// are ones the language accepts. It returns the paths it wrote, relative to
+// dir.
+func Write(dir, langName, name string, opts Options) ([]string, error) {
 	var l *lang
 	for _, c := range langs() {
 		if c.name == langName {
@@ -104,12 +116,18 @@ func Write(dir, langName, name string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	module := opts.GoModule
+	if module == "" {
+		module = GoModulePath(name)
+	}
 	r := strings.NewReplacer(
 		"@TOOLCHAIN@", l.toolchain,
 		"@NAME@", name,
 		"@CRATE@", crateName(name),
+		"@GOMODULE@", module,
 		"@GOVERSION@", goVersion,
 		"@LANGUAGE@", l.title,
+		"@NPMNAME@", npmName(name),
 		"@SOURCE@", l.source,
 	)
 	var written []string
@@ -185,14 +203,4 @@ func sdkGoVersion() (string, error) {
 		return "", errors.New("the embedded Go SDK's go.mod has no go line")
 	}
 	return string(m[1]), nil
-}
-
-// crateName turns an assignor name into a Cargo package name, which may hold
-// only letters, digits, '-' and '_', and must not start with a digit.
-func crateName(name string) string {
-	c := strings.ReplaceAll(name, ".", "-")
-	if c != "" && c[0] >= '0' && c[0] <= '9' {
-		c = "plugin-" + c
-	}
-	return c
 }

@@ -116,7 +116,7 @@ func TestWrite_FillsEveryPlaceholderAndCopiesTheSDK(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			dir := t.TempDir()
 			const name = "9lives.demo_x"
-			written, err := Write(dir, lang, name)
+			written, err := Write(dir, lang, name, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +164,7 @@ func TestWrite_FillsEveryPlaceholderAndCopiesTheSDK(t *testing.T) {
 
 func TestWrite_RejectsAnUnknownLanguage(t *testing.T) {
 	dir := t.TempDir()
-	_, err := Write(dir, "cobol", "x")
+	_, err := Write(dir, "cobol", "x", Options{})
 	if !errors.Is(err, ErrUnknownLang) {
 		t.Fatalf("err = %v, want ErrUnknownLang", err)
 	}
@@ -173,13 +173,42 @@ func TestWrite_RejectsAnUnknownLanguage(t *testing.T) {
 	}
 }
 
-// Cargo takes only letters, digits, '-' and '_' in a package name, and no
-// leading digit; every assignor name new accepts must become such a name.
-func TestCrateName_IsAValidCargoPackageName(t *testing.T) {
-	valid := regexp.MustCompile(`^[a-z_-][a-z0-9_-]*$`)
-	for _, name := range []string{"a", "my.assignor", "1st", "9.9", "x_y-z", "a..b"} {
-		if c := crateName(name); !valid.MatchString(c) {
-			t.Errorf("crateName(%q) = %q, not a Cargo package name", name, c)
-		}
+// The project's name in go.mod, Cargo.toml and package.json is the one its
+// language allows, and --module's path (Options.GoModule) goes to go.mod as
+// it is, while the assignor keeps its own name in the source.
+func TestWrite_NamesTheProjectAsItsLanguageAllows(t *testing.T) {
+	tests := []struct {
+		lang, name string
+		opts       Options
+		file, want string
+	}{
+		{"go", "go", Options{}, "go.mod", "module example/go\n"},
+		{"go", "go", Options{GoModule: "example.com/acme/go"}, "go.mod", "module example.com/acme/go\n"},
+		{"rust", "crate", Options{}, "Cargo.toml", `name = "plugin-crate"`},
+		{"rust", "wasmassign", Options{}, "Cargo.toml", `name = "plugin-wasmassign"`},
+		{"assemblyscript", "node_modules", Options{}, "package.json", `"name": "plugin-node_modules"`},
+	}
+	sources := map[string]string{"go": "main.go", "rust": "src/lib.rs", "assemblyscript": "assembly/index.ts"}
+	for _, tt := range tests {
+		t.Run(tt.lang+"/"+tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := Write(dir, tt.lang, tt.name, tt.opts); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(data), tt.want) {
+				t.Errorf("%s does not say %q:\n%s", tt.file, tt.want, data)
+			}
+			src, err := os.ReadFile(filepath.Join(dir, sources[tt.lang]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(src), `"`+tt.name+`"`) {
+				t.Errorf("%s does not register the assignor %q", sources[tt.lang], tt.name)
+			}
+		})
 	}
 }
