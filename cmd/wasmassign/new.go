@@ -36,10 +36,11 @@ func newCmd(_ context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("new", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	langs := strings.Join(scaffold.Langs(), ", ")
-	var lang string
+	var lang, module string
 	fs.StringVar(&lang, "lang", "", "the plugin's language: "+langs+" (required)")
+	fs.StringVar(&module, "module", "", "with --lang go, the project's Go module path (default example/NAME)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: wasmassign new --lang LANG DIR\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: wasmassign new --lang LANG [--module PATH] DIR\n\n"+
 			"Writes a plugin project to DIR (new or empty) that builds NAME.wasm with make,\n"+
 			"NAME being DIR's base name, which is also the name of its assignor.\n\n")
 		fs.PrintDefaults()
@@ -47,15 +48,25 @@ func newCmd(_ context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	// An explicit --module "" is a mistake, not a request for the default.
+	moduleSet := false
+	fs.Visit(func(f *flag.Flag) { moduleSet = moduleSet || f.Name == "module" })
 	switch {
 	case lang == "":
 		return usagef("--lang is required (%s)", langs)
 	case !slices.Contains(scaffold.Langs(), lang):
 		return usagef("--lang: unknown language %q (have %s)", lang, langs)
+	case moduleSet && lang != "go":
+		return usagef("--module sets a Go module path: it goes with --lang go, not --lang %s", lang)
 	case fs.NArg() == 0:
 		return usagef("give the project's directory, as in: wasmassign new --lang %s my-assignor", lang)
 	case fs.NArg() > 1:
 		return usagef("unexpected argument %q after the directory", fs.Arg(1))
+	}
+	if moduleSet {
+		if err := scaffold.CheckGoModulePath(module); err != nil {
+			return usagef("--module %q is not a usable module path: %v", module, err)
+		}
 	}
 	dir := fs.Arg(0)
 	abs, err := filepath.Abs(dir)
@@ -75,11 +86,19 @@ func newCmd(_ context.Context, e *env, args []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	written, err := scaffold.Write(dir, lang, name, scaffold.Options{})
+	written, err := scaffold.Write(dir, lang, name, scaffold.Options{GoModule: module})
 	if err != nil {
 		return fmt.Errorf("writing the project to %s: %w", dir, err)
 	}
-	fmt.Fprintf(e.stdout, "wrote a plugin project in %s for the assignor %s to %s (%d files)\n\n", lang, name, dir, len(written))
+	fmt.Fprintf(e.stdout, "wrote a plugin project in %s for the assignor %s to %s (%d files)\n", lang, name, dir, len(written))
+	if lang == "go" {
+		if module == "" {
+			module = scaffold.GoModulePath(name)
+		}
+		// A derived path is not the directory's name: say what it is.
+		fmt.Fprintf(e.stdout, "its Go module path is %s (--module sets another)\n", module)
+	}
+	fmt.Fprintln(e.stdout)
 	fmt.Fprintf(e.stdout, "next:\n  make -C %s\n  wasmassign inspect %s\n  wasmassign simulate --plugin %s --assignor %s --scenario SCENARIO.json --format table\n",
 		dir, filepath.Join(dir, name+".wasm"), filepath.Join(dir, name+".wasm"), name)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -330,6 +331,17 @@ func TestNew_RejectsBadInputNamingTheProblem(t *testing.T) {
 		{"no directory", []string{"--lang", "go"}, "give the project's directory"},
 		{"two directories", []string{"--lang", "go", filepath.Join(root, "x"), filepath.Join(root, "y")}, "unexpected argument"},
 		{"unknown flag", []string{"--language", "go", filepath.Join(root, "x")}, "flag provided but not defined"},
+		{"--module go", []string{"--lang", "go", "--module", "go", filepath.Join(root, "x")}, `--module "go" is not a usable module path: first path element "go" has no dot`},
+		{"--module std", []string{"--lang", "go", "--module", "std", filepath.Join(root, "x")}, `--module "std" is not a usable module path: first path element "std" has no dot`},
+		{"--module empty", []string{"--lang", "go", "--module=", filepath.Join(root, "x")}, `--module "" is not a usable module path: empty`},
+		{"--module uppercase domain", []string{"--lang", "go", "--module", "Acme.com/x", filepath.Join(root, "x")}, `--module "Acme.com/x" is not a usable module path: first path element "Acme.com" is not a domain name`},
+		{"--module space", []string{"--lang", "go", "--module", "example/my plugin", filepath.Join(root, "x")}, `--module "example/my plugin" is not a usable module path: invalid character ' '`},
+		{"--module non-ASCII", []string{"--lang", "go", "--module", "example/ü", filepath.Join(root, "x")}, `--module "example/ü" is not a usable module path: invalid character 'ü'`},
+		{"--module trailing dot", []string{"--lang", "go", "--module", "example/x.", filepath.Join(root, "x")}, `path element "x." ends with a dot`},
+		{"--module leading dash", []string{"--lang", "go", "--module", "example/-x", filepath.Join(root, "x")}, `path element "-x" starts with a dash`},
+		{"--module double slash", []string{"--lang", "go", "--module", "example//x", filepath.Join(root, "x")}, "empty path element"},
+		{"--module Windows name", []string{"--lang", "go", "--module", "example/aux", filepath.Join(root, "x")}, `path element "aux" is a reserved file name on Windows`},
+		{"--module with rust", []string{"--lang", "rust", "--module", "example.com/x", filepath.Join(root, "x")}, "--module sets a Go module path: it goes with --lang go, not --lang rust"},
 	}
 	before := listDir(t, root)
 	for _, tt := range tests {
@@ -368,6 +380,36 @@ func listDir(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// --module sets the Go project's module path, which new reports; without
+// it, new reports the path it derived.
+func TestNew_ModuleSetsTheGoModulePath(t *testing.T) {
+	root := t.TempDir()
+	for _, tt := range []struct{ module, want string }{
+		{"", "example/go"},
+		{"example.com/acme/go", "example.com/acme/go"},
+	} {
+		dir := filepath.Join(root, "m"+strconv.Itoa(len(tt.module)), "go")
+		args := []string{"new", "--lang", "go", dir}
+		if tt.module != "" {
+			args = []string{"new", "--lang", "go", "--module", tt.module, dir}
+		}
+		code, stdout, stderr := wasmassign(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if !strings.Contains(stdout, "its Go module path is "+tt.want+" ") {
+			t.Errorf("%v: stdout does not give the module path %s:\n%s", args, tt.want, stdout)
+		}
+		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(mod), "module "+tt.want+"\n") {
+			t.Errorf("%v: go.mod does not declare %s:\n%s", args, tt.want, mod)
+		}
+	}
 }
 
 // An existing empty directory is fine, and so is "." inside one: the
