@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -165,9 +166,33 @@ func (c *Coordinator) AssignmentDone(now time.Time, jobID uint64, resp *abi.Resp
 	return c.finish()
 }
 
+// assignmentTimedOut ends a wait for an assignment that outlasted
+// Config.AssignmentTimeout: the job under way is abandoned (its answer, if
+// it comes, is stale) and the coordinator hands out the range plugin's
+// assignment, as after a chain in which every assignor failed.
+func (c *Coordinator) assignmentTimedOut(g *group) {
+	waiting := "metadata"
+	js := c.jobs[g.job]
+	if js != nil {
+		waiting = "assignor " + strconv.Quote(js.chain[min(js.attempt, len(js.chain)-1)])
+		delete(c.jobs, g.job)
+	} else {
+		g.fingerprint = c.fingerprint(g)
+		js = &jobState{group: g.id, generation: g.generation, chain: c.assignorChain(g), req: c.buildRequest(g)}
+	}
+	g.job = 0
+	g.metadataDeadline = time.Time{}
+	c.event(Event{Kind: EventAssignmentTimedOut, Group: g.id, Generation: g.generation,
+		Detail: fmt.Sprintf("waiting for %s after %v", waiting, c.cfg.AssignmentTimeout)})
+	last := *js
+	last.attempt = len(last.chain)
+	c.finishAssignment(g, &last, lastResortRange(last.req))
+}
+
 // finishAssignment withholds what must wait for KIP-429's second round, hands
 // the rest out and makes the group Stable.
 func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Response) {
+	g.assignDeadline = time.Time{}
 	final, withheld := target, 0
 	moved := countMoved(js.req, target)
 	if !c.cfg.disableWithholding {

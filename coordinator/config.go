@@ -27,6 +27,11 @@ const (
 	// DefaultEmptyGroupRetention is how long an Empty group stays listed:
 	// 7 days, Kafka's offsets.retention.minutes.
 	DefaultEmptyGroupRetention = 7 * 24 * time.Hour
+	// DefaultAssignmentTimeout bounds the time from the end of a join phase
+	// to the assignment, metadata wait and the whole assignor chain
+	// included. It stays under Java's default request.timeout.ms (30 s),
+	// so no member's parked SyncGroup outwaits its client.
+	DefaultAssignmentTimeout = 20 * time.Second
 	// LastResortAssignor is the assignor the coordinator falls back to after
 	// the group's own assignor and its fallback have failed.
 	LastResortAssignor = "range"
@@ -135,6 +140,12 @@ type Config struct {
 	// DefaultEmptyGroupRetention. Committed offsets live upstream and are
 	// not affected.
 	EmptyGroupRetention time.Duration
+	// AssignmentTimeout bounds the time from the end of a server-side
+	// group's join phase to its assignment: the metadata wait and every
+	// assignor of the chain. Past it the coordinator hands out the range
+	// plugin's assignment itself (EventAssignmentTimedOut). Defaults to
+	// DefaultAssignmentTimeout.
+	AssignmentTimeout time.Duration
 	// MetadataWait is how long a server-side group's assignment may wait
 	// for metadata of subscribed topics that no SetMetadata has covered yet
 	// (see Metadata.Covered). Without it, a new group's first assignment
@@ -174,6 +185,9 @@ func (c *Config) prepare() error {
 	}
 	if c.EmptyGroupRetention <= 0 {
 		c.EmptyGroupRetention = DefaultEmptyGroupRetention
+	}
+	if c.AssignmentTimeout <= 0 {
+		c.AssignmentTimeout = DefaultAssignmentTimeout
 	}
 	d, err := prepareGroup("default", c.Default)
 	if err != nil {

@@ -294,6 +294,7 @@ func (g *group) nextDeadline(retention time.Duration) time.Time {
 	consider(g.joinDeadline)
 	consider(g.syncDeadline)
 	consider(g.metadataDeadline)
+	consider(g.assignDeadline)
 	for _, t := range g.pending {
 		consider(t)
 	}

@@ -32,6 +32,11 @@ const (
 	// EventMetadataAwaited: the group's assignment waits for metadata of
 	// the topics in Detail (comma-separated), at most Config.MetadataWait.
 	EventMetadataAwaited
+	// EventAssignmentTimedOut: no assignor answered within
+	// Config.AssignmentTimeout of the join phase's end; the range plugin's
+	// assignment, computed by the coordinator, is handed out instead.
+	// Detail says what the group was waiting for.
+	EventAssignmentTimedOut
 )
 
 // Event is one observable change.

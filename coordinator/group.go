@@ -153,6 +153,9 @@ type group struct {
 	pending map[string]time.Time // KIP-394 member ids -> session deadline
 
 	pendingSync map[string]bool
+	// assignDeadline bounds a server-side generation's wait for its
+	// assignment (Config.AssignmentTimeout); zero once it has one.
+	assignDeadline time.Time
 	// offered counts, for each protocol name, the members that offer it
 	// (countOffered).
 	offered        map[string]int

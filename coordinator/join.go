@@ -433,6 +433,7 @@ func (c *Coordinator) prepareRebalance(g *group, reason string) {
 	g.job = 0
 	g.assigned = false
 	g.metadataDeadline = time.Time{}
+	g.assignDeadline = time.Time{}
 	g.followUp = false
 	clear(g.pendingSync)
 	g.syncDeadline = time.Time{}
@@ -527,6 +528,10 @@ func (c *Coordinator) completeJoin(g *group) {
 	if !g.serverSide {
 		return
 	}
+	// Members sync as soon as they have the join answer, and their
+	// SyncGroup waits for the assignment: bound that wait below their
+	// request timeout, whatever the metadata and the plugins do.
+	g.assignDeadline = c.now.Add(c.cfg.AssignmentTimeout)
 	if missing := c.uncovered(g); len(missing) > 0 && c.cfg.MetadataWait > 0 {
 		g.metadataDeadline = c.now.Add(c.cfg.MetadataWait)
 		c.needMetadata(missing)

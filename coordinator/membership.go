@@ -371,6 +371,12 @@ func (c *Coordinator) tickGroup(g *group) {
 			c.startAssignment(g)
 		}
 	}
+	if !g.assignDeadline.IsZero() && !g.assignDeadline.After(now) {
+		g.assignDeadline = time.Time{}
+		if g.state == CompletingRebalance && !g.assigned {
+			c.assignmentTimedOut(g)
+		}
+	}
 	if !g.syncDeadline.IsZero() && !g.syncDeadline.After(now) {
 		g.syncDeadline = time.Time{}
 		if (g.state == CompletingRebalance || g.state == Stable) && len(g.pendingSync) > 0 {

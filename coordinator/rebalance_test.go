@@ -1,7 +1,9 @@
 package coordinator
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,6 +46,83 @@ func TestRebalance_StartsANewGenerationOfAStableGroupOnly(t *testing.T) {
 			}
 			if reason != "plugin reloaded" {
 				t.Fatalf("rebalance started with reason %q", reason)
+			}
+		})
+	}
+}
+
+// TestAssignmentTimeout_ASyncGroupNeverOutwaitsTheBound: when no assignor
+// answers (a hanging plugin, then its hanging fallback), or the metadata
+// never comes, the members' parked SyncGroups are answered at
+// Config.AssignmentTimeout after the join phase ended, with the range
+// plugin's assignment the coordinator computes itself, and the abandoned
+// job's late answer is stale.
+func TestAssignmentTimeout_ASyncGroupNeverOutwaitsTheBound(t *testing.T) {
+	const bound = 7 * time.Second
+	for _, waitFor := range []string{"assignor", "metadata"} {
+		t.Run(waitFor, func(t *testing.T) {
+			cfg := Config{Default: GroupConfig{InitialRebalanceDelay: -1, Fallback: "roundrobin"}, AssignmentTimeout: bound}
+			if waitFor == "metadata" {
+				cfg.MetadataWait = time.Minute // longer than the bound
+			}
+			h := newHarness(t, cfg)
+			h.autoJobs = false
+			if waitFor == "assignor" {
+				h.setMetadata(meta(map[string]int{"t": 4}))
+			}
+			a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+			b := newSim(h, "b", "g", []string{"range"}, []string{"t"})
+			a.join()
+			b.join()
+			h.advance(0)
+			a.poll()
+			b.poll()
+			a.sync()
+			b.sync()
+			start := h.now
+			var abandoned []Job
+			for h.now.Sub(start) < bound-time.Second {
+				// Each assignor hangs until the driver gives up on it,
+				// and the next one hangs too.
+				abandoned = append(abandoned, h.jobs...)
+				h.jobs = nil
+				h.advance(time.Second)
+			}
+			if _, ok := h.replies[a.req]; ok {
+				t.Fatalf("SyncGroup answered before the bound")
+			}
+			h.advance(2 * time.Second)
+			for _, s := range []*simClient{a, b} {
+				s.poll()
+				if s.phase != stable {
+					t.Fatalf("%s is %v past the bound, want stable with an assignment", s.name, s.phase)
+				}
+			}
+			want := 4 // the partitions of t, split
+			if waitFor == "metadata" {
+				want = 0 // t was never seen: assigned from what is known
+			}
+			if n := len(a.held["t"]) + len(b.held["t"]); n != want {
+				t.Fatalf("held a %v, b %v: want %d partitions of t", a.held, b.held, want)
+			}
+			timedOut := 0
+			for _, e := range h.events {
+				if e.Kind == EventAssignmentTimedOut {
+					timedOut++
+					if !strings.Contains(e.Detail, waitFor) {
+						t.Errorf("timeout event says %q, want it to name the %s", e.Detail, waitFor)
+					}
+				}
+			}
+			if timedOut != 1 {
+				t.Errorf("%d timeout events, want 1", timedOut)
+			}
+			// A hanging plugin that answers at last is too late.
+			for _, j := range append(abandoned, h.jobs...) {
+				h.finishJob(j)
+			}
+			if g := h.c.groups["g"]; g.state != Stable || g.generation != 1 {
+				t.Errorf("a late answer moved the group to %v generation %d", g.state, g.generation)
 			}
 		})
 	}

@@ -148,6 +148,10 @@ type Plugins struct {
 	Dir string
 	// Timeout bounds one plugin call.
 	Timeout time.Duration
+	// AssignmentTimeout bounds a rebalance's wait for its assignment, the
+	// metadata wait and every assignor of the fallback chain included;
+	// past it the coordinator hands out the range assignment itself.
+	AssignmentTimeout time.Duration
 	// MemoryLimitMB bounds one plugin instance's linear memory.
 	MemoryLimitMB int
 }
@@ -320,9 +324,10 @@ type file struct {
 		BrokerRacks map[string]string `toml:"broker_racks"`
 	} `toml:"upstream"`
 	Plugins struct {
-		Dir           string  `toml:"dir"`
-		Timeout       *string `toml:"timeout"`
-		MemoryLimitMB *int    `toml:"memory_limit_mb"`
+		Dir               string  `toml:"dir"`
+		Timeout           *string `toml:"timeout"`
+		AssignmentTimeout *string `toml:"assignment_timeout"`
+		MemoryLimitMB     *int    `toml:"memory_limit_mb"`
 	} `toml:"plugins"`
 	Log struct {
 		Level  string `toml:"level"`
@@ -525,6 +530,14 @@ func (c *Config) plugins(f *file, dir string) error {
 	}
 	if p.Timeout <= 0 {
 		return c.errorf("plugins.timeout", "must be positive")
+	}
+	// Under Java's default request.timeout.ms (30 s): a SyncGroup parked
+	// longer makes the client give up and rejoin.
+	if p.AssignmentTimeout, err = c.duration("plugins.assignment_timeout", f.Plugins.AssignmentTimeout, 20*time.Second); err != nil {
+		return err
+	}
+	if p.AssignmentTimeout < p.Timeout {
+		return c.errorf("plugins.assignment_timeout", "%v is shorter than plugins.timeout (%v): no assignor could finish", p.AssignmentTimeout, p.Timeout)
 	}
 	p.MemoryLimitMB = 512
 	if f.Plugins.MemoryLimitMB != nil {

@@ -69,6 +69,8 @@ func (h driverHooks) OnRebalanceStorm(group, cause string) { h.m.RebalanceStorm(
 
 func (h driverHooks) OnUpstreamError(kind string) { h.m.UpstreamError(kind) }
 
+func (h driverHooks) OnAssignmentTimedOut(string) { h.m.AssignmentTimedOut() }
+
 // The daemon's metrics miss nothing the driver reports.
 var _ interface {
 	driver.HookPluginCall
@@ -77,4 +79,5 @@ var _ interface {
 	driver.HookGroupRemoved
 	driver.HookRebalanceStorm
 	driver.HookUpstreamError
+	driver.HookAssignmentTimedOut
 } = driverHooks{}

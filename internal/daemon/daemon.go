@@ -174,7 +174,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	if err != nil {
 		return d, err
 	}
-	ccfg := coordinator.Config{Served: d.registry.ServedProtocols(), EmptyGroupRetention: cfg.Server.EmptyGroupRetention, MetadataWait: cfg.Upstream.MetadataWait}
+	ccfg := coordinator.Config{Served: d.registry.ServedProtocols(), AssignmentTimeout: cfg.Plugins.AssignmentTimeout, EmptyGroupRetention: cfg.Server.EmptyGroupRetention, MetadataWait: cfg.Upstream.MetadataWait}
 	for i := range cfg.Groups {
 		g := &cfg.Groups[i]
 		ccfg.Rules = append(ccfg.Rules, coordinator.GroupRule{Match: g.Matches, Config: groupConfig(g, cfg.Racks)})

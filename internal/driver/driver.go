@@ -586,6 +586,9 @@ func (d *Driver) observe(e coordinator.Event) {
 		d.log.Info("rebalance", "group", e.Group, "generation", e.Generation, "members", e.Members,
 			"assignor", r.Assignor, "duration", r.Duration, "moved", r.Moved, "withheld", r.Withheld, "fallback", r.Fallback)
 		each(d.cfg.Hooks, func(h HookRebalance) { h.OnRebalance(e.Group, e.Generation, r) })
+	case coordinator.EventAssignmentTimedOut:
+		d.log.Warn("no assignment in time: the range assignment stands in", "group", e.Group, "generation", e.Generation, "waiting", e.Detail)
+		each(d.cfg.Hooks, func(h HookAssignmentTimedOut) { h.OnAssignmentTimedOut(e.Group) })
 	case coordinator.EventMemberAdded:
 		d.storm(e.Group).joins++
 	case coordinator.EventMemberRemoved:

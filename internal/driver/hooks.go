@@ -40,6 +40,13 @@ type HookRebalanceStorm interface {
 	OnRebalanceStorm(group, cause string)
 }
 
+// HookAssignmentTimedOut is called when no assignor answered a group
+// within the coordinator's assignment timeout, and the coordinator handed
+// out its own range assignment instead.
+type HookAssignmentTimedOut interface {
+	OnAssignmentTimedOut(group string)
+}
+
 // HookUpstreamError is called when a forward to the upstream cluster
 // fails; kind is "forward".
 type HookUpstreamError interface {

@@ -45,6 +45,7 @@ type Metrics struct {
 	proxyLatency       *prometheus.HistogramVec
 	upstreamErrors     *prometheus.CounterVec
 	topicErrors        *prometheus.CounterVec
+	assignTimeouts     prometheus.Counter
 	splitBrain         *prometheus.CounterVec
 	storms             *prometheus.CounterVec
 	pluginReloads      *prometheus.CounterVec
@@ -128,6 +129,10 @@ func New(reg prometheus.Registerer, groupCap int) *Metrics {
 			Name: "wasmassign_topic_metadata_errors_total",
 			Help: "Metadata refreshes in which the upstream answered a subscribed topic with an error other than an unknown topic (an election, an authorization failure of the gateway's principal), by Kafka error; the topic's last known metadata stands.",
 		}, []string{"error"}),
+		assignTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wasmassign_assignment_timeouts_total",
+			Help: "Rebalances in which no assignor answered within [plugins] assignment_timeout, so the coordinator's own range assignment was handed out.",
+		}),
 		splitBrain: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wasmassign_split_brain_total",
 			Help: "Times a managed group was also seen with members on the upstream: clients bypassing the gateway, or a second gateway.",
@@ -149,7 +154,7 @@ func New(reg prometheus.Registerer, groupCap int) *Metrics {
 	reg.MustRegister(m.rebalances, m.rebalanceDuration, m.movedPartitions, m.withheldPartitions,
 		m.groupMembers, m.groupGeneration, m.unassigned, m.rackLocality,
 		m.pluginCalls, m.pluginFailures, m.fallbacks, m.proxyRequests, m.proxyLatency,
-		m.upstreamErrors, m.topicErrors, m.splitBrain, m.storms, m.pluginReloads, m.pluginsLoaded)
+		m.upstreamErrors, m.topicErrors, m.assignTimeouts, m.splitBrain, m.storms, m.pluginReloads, m.pluginsLoaded)
 	return m
 }
 
@@ -244,6 +249,10 @@ func (m *Metrics) UpstreamError(kind string) { m.upstreamErrors.WithLabelValues(
 func (m *Metrics) TopicMetadataError(kafkaError string) {
 	m.topicErrors.WithLabelValues(kafkaError).Inc()
 }
+
+// AssignmentTimedOut records a rebalance whose assignors all outlasted the
+// assignment timeout.
+func (m *Metrics) AssignmentTimedOut() { m.assignTimeouts.Inc() }
 
 // SplitBrain records that a managed group also has members upstream.
 func (m *Metrics) SplitBrain(group string) {

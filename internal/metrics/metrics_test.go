@@ -20,6 +20,7 @@ func exercise(m *Metrics) {
 	m.ProxiedRequest("Fetch", false, time.Millisecond)
 	m.UpstreamError("dial")
 	m.TopicMetadataError("LEADER_NOT_AVAILABLE")
+	m.AssignmentTimedOut()
 	m.SplitBrain("g")
 	m.RebalanceStorm("g", "session timeouts")
 	m.PluginReload(true, 5)

@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/wasmassign/wasmassign/internal/testutil"
+	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
+)
+
+// TestAssignmentTimeout_AHangingPluginCostsTheBoundNotTheChain serves a kgo
+// group with a plugin whose assign never returns, under a one-second
+// assignment_timeout. The members' SyncGroups are answered with the range
+// assignment at the bound, the rebalance names the range assignor, and
+// wasmassign_assignment_timeouts_total counts it.
+func TestAssignmentTimeout_AHangingPluginCostsTheBoundNotTheChain(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 60*time.Second)
+	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	dir := t.TempDir()
+	plugins := filepath.Join(dir, "plugins")
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	slow, err := os.ReadFile(testutil.Artefact(t, "testdata/hostile/slow.wasm")) // assignor hostile-slow
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plugins, "slow.wasm"), slow, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testutil.GatewayConfig{
+		Brokers: cluster.ListenAddrs(),
+		Groups:  []testutil.GroupRule{{Match: "*", Assignor: "hostile-slow"}},
+		Extra:   fmt.Sprintf("[plugins]\ndir = %q\ntimeout = \"1s\"\nassignment_timeout = \"1s\"\n", plugins),
+	}.String()
+	d := startDaemon(t, dir, cfg)
+	const group = "hanging"
+	rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
+	defer rig.Close(ctx)
+	if _, err := rig.Start("a", kfakegroup.ConsumerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := settled(ctx, d, group, rig.Ledger(), []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Assignor != "range" {
+		t.Errorf("the rebalance was assigned by %q, want range", g.Assignor)
+	}
+	resp, err := http.Get("http://" + d.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`(?m)^wasmassign_assignment_timeouts_total (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		t.Fatal("no wasmassign_assignment_timeouts_total")
+	}
+	if n, _ := strconv.ParseFloat(string(m[1]), 64); n < 1 {
+		t.Errorf("wasmassign_assignment_timeouts_total = %v, want at least 1", n)
+	}
+}
