@@ -224,28 +224,63 @@ func (g *Gateway) deleteGroups(ctx context.Context, r proxy.Request, req *kmsg.D
 }
 
 // describeGroups answers managed groups from the coordinator and the rest
-// upstream, one response in the order the client asked.
+// upstream, one response in the order the client asked. A managed group
+// the coordinator does not hold may still exist upstream as offsets alone
+// (assign() and commit, as Flink and Spark do, or a group forgotten after
+// its empty retention): Kafka describes it as Empty with no protocol type,
+// so the upstream's answer stands for it.
 func (g *Gateway) describeGroups(ctx context.Context, r proxy.Request, req *kmsg.DescribeGroupsRequest) (proxy.Decision, error) {
 	with := func(groups []string) *kmsg.DescribeGroupsRequest {
 		c := *req
 		c.Groups = groups
 		return &c
 	}
+	managed, others := g.split(req.Groups)
+	if len(managed) == 0 {
+		return proxy.Decision{}, nil
+	}
+	resp, err := g.opt.Driver.Handle(ctx, client(r), with(managed))
+	if err != nil {
+		return proxy.Decision{}, fmt.Errorf("DescribeGroups: %w", err)
+	}
+	local, ok := resp.(*kmsg.DescribeGroupsResponse)
+	if !ok {
+		return proxy.Decision{}, fmt.Errorf("DescribeGroups: the coordinator answered with a %s", kmsg.NameForKey(resp.Key()))
+	}
+	unheld := make(map[string]bool)
+	for _, grp := range local.Groups {
+		if grp.ErrorCode == kerr.GroupIDNotFound.Code || (grp.ErrorCode == 0 && grp.State == "Dead") {
+			unheld[grp.Group] = true
+			others = append(others, grp.Group)
+		}
+	}
+	if len(others) == 0 {
+		return proxy.Decision{Respond: local}, nil
+	}
 	order := req.Groups
-	return splitGroups(g, ctx, r, req.Groups, with, func(up, local *kmsg.DescribeGroupsResponse) *kmsg.DescribeGroupsResponse {
+	return proxy.Decision{Forward: with(others), OnResponse: func(up kmsg.Response) kmsg.Response {
+		u, ok := up.(*kmsg.DescribeGroupsResponse)
+		if !ok {
+			return up
+		}
 		byID := make(map[string]kmsg.DescribeGroupsResponseGroup, len(order))
-		for _, grp := range append(up.Groups, local.Groups...) {
+		for _, grp := range local.Groups {
 			byID[grp.Group] = grp
 		}
-		up.Groups = up.Groups[:0]
+		for _, grp := range u.Groups {
+			if _, mine := byID[grp.Group]; !mine || unheld[grp.Group] {
+				byID[grp.Group] = grp
+			}
+		}
+		u.Groups = u.Groups[:0]
 		for _, id := range order {
 			if grp, ok := byID[id]; ok {
-				up.Groups = append(up.Groups, grp)
+				u.Groups = append(u.Groups, grp)
 				delete(byID, id)
 			}
 		}
-		return up
-	})
+		return u
+	}}, nil
 }
 
 // splitGroups serves a request that names several groups: the coordinator
@@ -282,7 +317,8 @@ func splitGroups[Req kmsg.Request, Resp kmsg.Response](g *Gateway, ctx context.C
 // listGroups merges the upstream's list from this connection's broker with
 // the managed groups that broker coordinates upstream, so that asking every
 // broker lists each managed group once. A managed group the upstream itself
-// lists is shown once, as the coordinator sees it. The upstream lists every
+// lists is shown once, as the coordinator sees it, or as the upstream does
+// when the coordinator does not hold it. The upstream lists every
 // managed group that has committed offsets, as a group without members:
 // the gateway forwards commits with generation -1. Only a managed group
 // the upstream lists with members (or in a state other than Empty) means
@@ -313,6 +349,10 @@ func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.Lis
 			}
 		}
 	}
+	held := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		held[id] = true
+	}
 	return proxy.Decision{OnResponse: func(up kmsg.Response) kmsg.Response {
 		u := up.(*kmsg.ListGroupsResponse)
 		kept := u.Groups[:0]
@@ -321,7 +361,12 @@ func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.Lis
 				if upstreamHasMembers(grp) {
 					g.log.Error("managed group is also listed upstream: clients may be bypassing the gateway, or a second gateway runs", "group", grp.Group, "upstream_state", grp.GroupState)
 				}
-				continue
+				if held[grp.Group] {
+					continue // listed as the coordinator sees it
+				}
+				// Offsets alone (assign() and commit, or a group the
+				// coordinator forgot after its empty retention): Kafka
+				// lists it, and lag exporters look for it.
 			}
 			kept = append(kept, grp)
 		}
