@@ -114,7 +114,7 @@ func (c *Coordinator) issueJob(g *group, js *jobState) {
 	if js.attempt >= len(js.chain) {
 		// Every assignor failed: the coordinator's own range assignment keeps
 		// the group valid.
-		c.finishAssignment(g, js, lastResortRange(js.req))
+		c.finishAssignment(g, js, c.lastResortRange(g, js.req))
 		return
 	}
 	c.nextJob++
@@ -186,7 +186,7 @@ func (c *Coordinator) assignmentTimedOut(g *group) {
 		Detail: fmt.Sprintf("waiting for %s after %v", waiting, c.cfg.AssignmentTimeout)})
 	last := *js
 	last.attempt = len(last.chain)
-	c.finishAssignment(g, &last, lastResortRange(last.req))
+	c.finishAssignment(g, &last, c.lastResortRange(g, last.req))
 }
 
 // finishAssignment withholds what must wait for KIP-429's second round, hands
@@ -215,9 +215,19 @@ func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Respo
 		if ma := byMember[int32(i)]; ma != nil {
 			tps, userData = mergedByTopic(ma.Partitions), ma.UserData
 		}
+		// The member's state gets its own copy, one array per member: the
+		// driver owns the response it handed in.
+		n := 0
+		for _, tp := range tps {
+			n += len(tp.Partitions)
+		}
+		own := make([]int32, 0, n)
 		byName := make([]topicPartitions, len(tps))
 		for k, tp := range tps {
-			byName[k] = topicPartitions{js.req.Topics[tp.Topic].Name, tp.Partitions}
+			from := len(own)
+			own = append(own, tp.Partitions...)
+			byName[k] = topicPartitions{js.req.Topics[tp.Topic].Name, own[from:len(own):len(own)]}
+			tps[k].Partitions = byName[k].partitions
 		}
 		m.setAssigned(byName)
 		m.assignment = encodeAssignmentOf(js.req, tps, userData, m.subs[g.protocol])
@@ -237,24 +247,10 @@ func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Respo
 	c.becomeStableIfSynced(g)
 }
 
-// encodeAssignment writes a ConsumerProtocolAssignment, topics by name.
-// Even an empty one is written in full: clients fail to decode a
-// zero-length assignment.
-func encodeAssignment(assigned map[string][]int32, userData []byte, sub *subscription) []byte {
-	a := newAssignment(sub, len(assigned))
-	for _, t := range sortedKeys(assigned) {
-		at := kmsg.NewConsumerMemberAssignmentTopic()
-		at.Topic = t
-		at.Partitions = assigned[t]
-		a.Topics = append(a.Topics, at)
-	}
-	a.UserData = userData
-	return a.AppendTo(nil)
-}
-
-// encodeAssignmentOf is encodeAssignment for partitions of req's topic
-// table, ordered by topic index: the table is sorted by name, so they are
-// written in the same order without sorting names.
+// encodeAssignmentOf writes a ConsumerProtocolAssignment of partitions of
+// req's topic table, ordered by topic index: the table is sorted by name,
+// so topics are written by name without sorting names. Even an empty one is
+// written in full: clients fail to decode a zero-length assignment.
 func encodeAssignmentOf(req *abi.Request, tps []abi.TopicPartitions, userData []byte, sub *subscription) []byte {
 	a := newAssignment(sub, len(tps))
 	for _, tp := range tps {
@@ -335,11 +331,7 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 	}
 	own := make([]claims, len(members))
 	names := make(map[string]bool)
-	note := func(t string) {
-		if !names[t] {
-			names[t] = true
-		}
-	}
+	note := func(t string) { names[t] = true }
 	var lastTopics []string // members mostly subscribe alike
 	for i, m := range members {
 		sub := m.subs[g.protocol]
@@ -564,9 +556,12 @@ func validateResponse(req *abi.Request, resp *abi.Response) error {
 // It errs only on a subscription to a topic the request lacks, which
 // buildRequest never writes; should it ever, nobody gets anything, which
 // still keeps the group valid.
-func lastResortRange(req *abi.Request) *abi.Response {
+func (c *Coordinator) lastResortRange(g *group, req *abi.Request) *abi.Response {
 	resp, err := rangeassignor.AssignWithoutRacks(req)
 	if err != nil {
+		// Nothing is left to try: members get nothing, and the event says
+		// why.
+		c.event(Event{Kind: EventAssignmentFailed, Group: g.id, Generation: g.generation, Detail: fmt.Sprintf("last resort %q: %v", LastResortAssignor, err)})
 		return &abi.Response{}
 	}
 	return resp

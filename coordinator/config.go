@@ -44,8 +44,8 @@ const (
 
 // ServedProtocols maps each client protocol name that a loaded plugin serves
 // (a JoinGroup protocol such as "range" or "cooperative-sticky") to the
-// assignor that serves it. The driver builds it from the runtime's registry
-// and hands it in: first in Config, then with SetServedProtocols after every
+// assignor that serves it. The daemon builds it from the runtime's registry
+// and the driver hands it in: first in Config, then with SetServedProtocols after every
 // change hot reload makes. The coordinator never imports the runtime and
 // never asks it anything, so a recorded run replays byte for byte.
 type ServedProtocols map[string]string

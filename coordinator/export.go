@@ -170,7 +170,7 @@ func (c *Coordinator) Restore(now time.Time, states []GroupState) (Output, error
 			var assigned []topicPartitions
 			for _, t := range sortedKeys(ms.Assigned) {
 				if ps := normalizedPartitions(ms.Assigned[t]); len(ps) > 0 {
-					assigned = append(assigned, topicPartitions{t, ps})
+					assigned = append(assigned, topicPartitions{t, slices.Clone(ps)})
 				}
 			}
 			m.setAssigned(assigned)

@@ -122,3 +122,58 @@ func TestExportGroup_AndSummariesAgreeWithExport(t *testing.T) {
 		t.Error("ExportGroup found a group that does not exist")
 	}
 }
+
+// TestState_OwnsItsData: what the coordinator keeps of a plugin's answer and
+// of restored records is its own. A driver that reuses the response it
+// handed to AssignmentDone, or the records it handed to Restore, must not
+// change the group's state, its export or the next request's Previous.
+func TestState_OwnsItsData(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+	h.autoJobs = false
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+	a.join()
+	h.advance(0)
+	if len(h.jobs) != 1 {
+		t.Fatalf("%d jobs", len(h.jobs))
+	}
+	j := h.jobs[0]
+	h.jobs = nil
+	resp, err := h.assignors["range"](j.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.absorb(h.c.AssignmentDone(h.now, j.ID, resp, nil))
+	before, _ := json.Marshal(h.c.Export())
+	for _, ma := range resp.Members {
+		for _, tp := range ma.Partitions {
+			for i := range tp.Partitions {
+				tp.Partitions[i] = 99
+			}
+		}
+	}
+	if after, _ := json.Marshal(h.c.Export()); string(after) != string(before) {
+		t.Fatalf("changing the plugin's response after AssignmentDone changed the state:\n%s\n%s", before, after)
+	}
+
+	var states []GroupState
+	if err := json.Unmarshal(before, &states); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(h.c.cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Restore(h.now, states); err != nil {
+		t.Fatal(err)
+	}
+	restored, _ := json.Marshal(c.Export())
+	for _, ps := range states[0].Members[0].Assigned {
+		for i := range ps {
+			ps[i] = 99
+		}
+	}
+	if after, _ := json.Marshal(c.Export()); string(after) != string(restored) {
+		t.Fatalf("changing the records after Restore changed the state:\n%s\n%s", restored, after)
+	}
+}

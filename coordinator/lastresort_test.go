@@ -70,6 +70,12 @@ func withoutRacks(req *abi.Request) *abi.Request {
 // resort are one algorithm.
 func TestLastResort_IsTheRangePluginWithoutRacks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
+	c, err := New(Config{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGroup("g", c.cfg.defaultGroup)
+	lastResortRange := func(req *abi.Request) *abi.Response { return c.lastResortRange(g, req) }
 	racked := 0
 	for iter := range 3000 {
 		req := rackedRequest(rng)

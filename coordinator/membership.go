@@ -22,7 +22,7 @@ func (c *Coordinator) syncSuccess(g *group, m *member, version int16) *kmsg.Sync
 	r.MemberAssignment = m.assignment
 	if len(r.MemberAssignment) == 0 && g.serverSide {
 		// Clients fail to decode a zero-length assignment.
-		r.MemberAssignment = encodeAssignment(nil, nil, m.subs[g.protocol])
+		r.MemberAssignment = encodeAssignmentOf(nil, nil, nil, m.subs[g.protocol])
 	} else if r.MemberAssignment == nil {
 		r.MemberAssignment = []byte{}
 	}

@@ -261,7 +261,11 @@ func (w *world) step() {
 // requests, time, plugin results and metadata.
 func (w *world) extraStep() {
 	h := w.h
-	switch w.rng.IntN(4) {
+	switch w.rng.IntN(5) {
+	case 4:
+		// A reloaded assignor rebalances the group.
+		w.logf("rebalance asked for")
+		h.absorb(h.call(rebalanceInput{now: h.now, group: "g", reason: "assignor plugin reloaded"}))
 	case 0:
 		// The proxy saw Fetch racks: of a member's client, or of a client
 		// that is no member.

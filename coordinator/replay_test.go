@@ -98,6 +98,18 @@ func (in racksInput) apply(_ testing.TB, c **Coordinator) Output {
 	return (*c).FetchRacksSeen(in.now, slices.Clone(in.seen))
 }
 
+// rebalanceInput is the driver asking for a rebalance (after a plugin
+// reload, for groups configured to rebalance on it).
+type rebalanceInput struct {
+	now    time.Time
+	group  string
+	reason string
+}
+
+func (in rebalanceInput) apply(_ testing.TB, c **Coordinator) Output {
+	return (*c).Rebalance(in.now, in.group, in.reason)
+}
+
 type pauseInput struct {
 	now    time.Time
 	paused bool
@@ -213,7 +225,8 @@ func replay(t testing.TB, rec *recording, cfg Config, seed uint64) (int, []byte)
 // TestReplay_RecordedRunsReplayByteForByte records every input of
 // randomized runs (requests, time, plugin results and failures, metadata,
 // Fetch rack sightings, served-protocol changes as hot reload makes them,
-// upstream outages, restarts from saved state) and replays them into a
+// rebalances asked for after a reload, upstream outages, restarts from saved
+// state) and replays them into a
 // fresh coordinator: every output must be byte-identical. A coordinator
 // that read anything but its inputs (a live registry, a rack book, a
 // clock, a map's iteration order) would diverge.
@@ -249,7 +262,7 @@ func TestReplay_RecordedRunsReplayByteForByte(t *testing.T) {
 	// proves less than it claims.
 	for _, k := range []string{"coordinator.handleInput", "coordinator.tickInput", "coordinator.metadataInput",
 		"coordinator.assignmentInput", "coordinator.servedInput", "coordinator.racksInput",
-		"coordinator.pauseInput", "coordinator.restartInput"} {
+		"coordinator.pauseInput", "coordinator.restartInput", "coordinator.rebalanceInput"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s in %d runs: %v", k, seeds, kinds)
 		}

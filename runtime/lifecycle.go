@@ -79,7 +79,9 @@ func (l *lifecycle[T]) acquire(ctx context.Context) (T, error) {
 }
 
 // release returns v to the pool, or ends it when the pool is full or the
-// plugin, or the host its background work belongs to, is closing.
+// plugin is closing, or the background its work belongs to is (for the
+// in-process runner, the plugin's own, which closes after the plugin is
+// marked closed).
 func (l *lifecycle[T]) release(ctx context.Context, v T) {
 	if l.closed.Load() || l.bg.isClosing() {
 		l.ops.discard(ctx, v)

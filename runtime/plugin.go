@@ -339,12 +339,7 @@ func (p *Plugin) Assign(ctx context.Context, assignor string, req *abi.Request) 
 	// The grouped layout is negotiated: an assignor that declares it gets
 	// its request grouped, whatever the caller sent, and any other gets it
 	// plain. The caller gets back the layout it sent.
-	var send *abi.Request
-	if info.Grouped {
-		send = r.Grouped()
-	} else {
-		send = r.Expanded()
-	}
+	send := r.For(info)
 	resp, mem, err := p.run.call(ctx, send)
 	if mem > p.maxMemory.Load() {
 		p.maxMemory.Store(mem) // racy max is fine: it only ever reports a size some instance had
@@ -362,10 +357,7 @@ func (p *Plugin) Assign(ctx context.Context, assignor string, req *abi.Request) 
 		e.Plugin, e.Assignor = p.name, assignor
 		return nil, e
 	}
-	if req.TopicLists == nil {
-		resp = resp.Expanded()
-	}
-	return resp, nil
+	return resp.LayoutOf(req), nil
 }
 
 func setAssignor(err error, assignor string) {

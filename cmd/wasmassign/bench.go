@@ -152,7 +152,7 @@ func benchCmd(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "case %s, assignor %s vs kgo, median of %d runs (encode + assign + decode + validate; kgo: balance + encode)\n\n", c.Name, a.Info.Name, runs)
+	fmt.Fprintf(e.stdout, "case %s, assignor %s vs kgo, median of %d runs (the gateway's coordinator: joins, request, assign, validate, syncs; kgo: balance + encode)\n\n", c.Name, a.Info.Name, runs)
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "phase\tmembers\tpartitions\twasm\tkgo\twasm/kgo\tmoved (wasm)\tmoved (kgo)\t"
 	if opts.Plugin != nil {

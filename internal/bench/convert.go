@@ -1,8 +1,8 @@
-// Package bench compares a wasm assignor, run through the wasmassign host,
-// with the native balancer of franz-go's kgo for the same protocol, on the
-// same JoinGroup member metadata. It holds the built-in benchmark cases, the
-// conversions a broker-side or client-side host would do around a plugin
-// call, and the timing loop. It must never import cmd/ packages; it is a
+// Package bench compares a wasm assignor, run on the daemon's own path (a
+// coordinator.Coordinator, as the driver runs it, around the wasmassign
+// host), with the native balancer of franz-go's kgo for the same protocol,
+// on the same JoinGroup member metadata. It holds the built-in benchmark
+// cases, the member metadata encoding, and the timing loop. It must never import cmd/ packages; it is a
 // measuring tool, so nothing in the request path may import it.
 package bench
 

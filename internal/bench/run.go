@@ -98,15 +98,11 @@ func (o Options) wasm(ctx context.Context, md *coordinator.Metadata) side {
 // is the sandbox's own cost.
 func (o Options) plugin(md *coordinator.Metadata) side {
 	return o.daemonPath(md, func(req *abi.Request) (*abi.Response, error) {
-		send := req.Expanded()
-		if o.Assignor.Info.Grouped {
-			send = req.Grouped()
+		resp, err := o.Plugin(req.For(o.Assignor.Info))
+		if err != nil {
+			return nil, err
 		}
-		resp, err := o.Plugin(send)
-		if err != nil || req.TopicLists != nil {
-			return resp, err
-		}
-		return resp.Expanded(), nil
+		return resp.LayoutOf(req), nil
 	})
 }
 

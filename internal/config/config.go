@@ -6,7 +6,9 @@
 // A Config is immutable once loaded: durations are parsed, globs, CIDRs and
 // regular expressions compiled, and relative paths resolved against the
 // directory of the file they came from. The package knows nothing of plugins
-// or sockets; callers check plugin names with [Config.CheckAssignors].
+// or sockets; callers check plugin names with [Config.CheckAssignors]. It
+// imports the coordinator only for the type its rack rules parse into, and
+// must never import the runtime, the proxy, the gateway or the driver.
 package config
 
 import (

@@ -94,7 +94,10 @@ type Options struct {
 // opposed to a failure of a running part. The command exits 2 on it.
 type ConfigError struct{ Err error }
 
+// Error is the configuration problem's message, naming the key.
 func (e *ConfigError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Start starts every part; on failure it stops what it started. The
@@ -340,7 +343,7 @@ func (d *Daemon) assignorInUse(name string) bool {
 			return true
 		}
 	}
-	if d.driver == nil {
+	if !d.started.Load() {
 		return false // start-up: no group has been assigned yet
 	}
 	return d.driver.AssignorInUse(name)
@@ -360,7 +363,7 @@ func (d *Daemon) servedProtocolsChanged() {
 // rebalanceOnReload rebalances the groups configured with
 // rebalance_on_reload whose latest assignment came from a reloaded assignor.
 func (d *Daemon) rebalanceOnReload(assignors []string) {
-	if d.driver == nil {
+	if !d.started.Load() {
 		return
 	}
 	reloaded := make(map[string]bool, len(assignors))

@@ -6,8 +6,10 @@
 // Callers see a blocking API: Handle returns a request's response when the
 // coordinator produces it, which for JoinGroup and SyncGroup may be seconds
 // later. The driver reaches plugins through [PluginRunner] and the upstream
-// cluster through [Forwarder]; it imports neither the runtime nor the proxy,
-// so it can be tested with fakes and wired by the daemon.
+// cluster through [Forwarder], and reports to metrics through [Hook]s. It
+// must never import the runtime, the proxy, the gateway, the daemon, the
+// metrics or Prometheus, so it can be tested with fakes and wired by the
+// daemon.
 package driver
 
 import (
@@ -94,9 +96,9 @@ type Driver struct {
 	cancel context.CancelFunc
 	// racks is the book of clients' Fetch racks (KIP-392).
 	racks *rackBook
-	// rackMu guards rackNews, the sightings not yet handed to the
-	// coordinator; a pass is queued while it is non-empty, so a burst of
-	// sightings costs one pass.
+	// rackMu orders the book's writes with rackNews, the sightings not yet
+	// handed to the coordinator; a pass is queued while rackNews is
+	// non-empty, so a burst of sightings costs one pass.
 	rackMu   sync.Mutex
 	rackNews []coordinator.FetchRack
 
@@ -245,12 +247,15 @@ func (d *Driver) do(fn func()) error {
 func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg.Request) (kmsg.Response, error) {
 	ch := make(chan result, 1)
 	var id coordinator.RequestID
-	if req.Key() == kmsg.JoinGroup.Int16() {
-		// The rack its client sent in Fetch requests travels with the
-		// request: the coordinator learns it as an input, never by asking.
-		client.FetchRack, _ = d.racks.lookup(client.ID, client.Host)
-	}
 	err := d.do(func() {
+		if req.Key() == kmsg.JoinGroup.Int16() {
+			// The rack its client sent in Fetch requests travels with the
+			// request: the coordinator learns it as an input, never by
+			// asking. Looked up on the loop, so a sighting recorded before
+			// this JoinGroup is either here or in a pass that runs after
+			// it, once the member exists.
+			client.FetchRack, _ = d.racks.lookup(client.ID, client.Host)
+		}
 		d.nextID++
 		id = d.nextID
 		d.waiting[id] = ch
@@ -355,10 +360,13 @@ func (d *Driver) SetUpstreamReachable(reachable bool) {
 // calls it from its request path; sightings made while a pass is queued
 // join that pass.
 func (d *Driver) RecordFetchRack(clientID, host, rack string) {
+	// One lock over the book and the queue, so sightings of one client
+	// reach the coordinator in the order the book took them.
+	d.rackMu.Lock()
 	if !d.racks.record(clientID, host, rack) {
+		d.rackMu.Unlock()
 		return
 	}
-	d.rackMu.Lock()
 	queued := len(d.rackNews) > 0
 	d.rackNews = append(d.rackNews, coordinator.FetchRack{ClientID: clientID, Host: host, Rack: rack})
 	d.rackMu.Unlock()

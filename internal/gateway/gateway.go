@@ -4,8 +4,10 @@
 // upstream, merges group listings, and lets everything else through.
 //
 // It sits between the proxy (which calls it through proxy.Interceptor) and
-// the coordinator driver (which it calls); it does no I/O of its own beyond
-// asking the upstream which broker coordinates a group.
+// the coordinator's driver (which it calls through Driver); it does no I/O
+// of its own beyond asking the upstream which broker coordinates a group.
+// It must never import the runtime, the driver, the daemon or the metrics:
+// it reaches the layers it uses through its own interfaces.
 package gateway
 
 import (

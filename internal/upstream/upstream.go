@@ -1,8 +1,9 @@
 // Package upstream reaches the upstream Kafka cluster through the gateway's
 // own kgo client, for the two things the layers above need of it: sending a
 // group request the coordinator has checked to the group's upstream
-// coordinator, and knowing which broker coordinates which group. It knows
-// nothing of the proxy, the gateway or the coordinator.
+// coordinator, and knowing which broker coordinates which group. It must
+// never import the proxy, the gateway, the driver, the coordinator or the
+// runtime: it serves them without knowing them.
 package upstream
 
 import (

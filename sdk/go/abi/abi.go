@@ -1,7 +1,7 @@
 // Package abi is the assignment model of wasmassign and its binary codec,
 // version 1. It is the one package shared by the host and by Go guests, so it
 // must compile for GOOS=wasip1 and import nothing beyond encoding/binary,
-// errors, fmt, math, sort, strings, unicode/utf8 and unsafe (to copy
+// errors, fmt, math, slices, sort, unicode/utf8 and unsafe (to copy
 // int32 lists as bytes; see native.go): no os, no net, no wazero.
 //
 // The byte layout is specified in sdk/ABI.md. This package is one

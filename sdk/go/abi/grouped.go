@@ -329,3 +329,22 @@ func hasRepeat(s []int32) bool {
 	}
 	return false
 }
+
+// For returns r in the layout an assignor with info reads: grouped when
+// it declares the grouped layout (AssignorInfo.Grouped), plain otherwise.
+// A host sends every assignor its own layout, whatever the caller built.
+func (r *Request) For(info AssignorInfo) *Request {
+	if info.Grouped {
+		return r.Grouped()
+	}
+	return r.Expanded()
+}
+
+// LayoutOf returns r in the layout a caller who sent req expects back:
+// plain when req is plain, as the assignor answered otherwise.
+func (r *Response) LayoutOf(req *Request) *Response {
+	if req.TopicLists == nil {
+		return r.Expanded()
+	}
+	return r
+}
