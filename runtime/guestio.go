@@ -1,6 +1,7 @@
 package wasmruntime
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -232,21 +233,35 @@ type lineWriter struct {
 	partial []byte
 }
 
+// partialKept is the most of one line a lineWriter keeps: note cuts a line
+// at maxLineBytes anyway, and keeping more than that tells it the line was
+// longer, so it marks the cut.
+const partialKept = 2 * maxLineBytes
+
+// Write splits p at newlines, looking at each byte once. A guest's libc
+// flushes its whole buffer in one write, so p may hold thousands of short
+// lines: a split that copied the rest of p for every line made such a write
+// quadratic, and 200 KB of them outlasted the call deadline.
 func (w *lineWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
-		i := strings.IndexByte(string(p), '\n')
+		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			if len(w.partial) < maxLineBytes*2 {
-				w.partial = append(w.partial, p...)
-			}
+			w.keep(p)
 			break
 		}
-		w.partial = append(w.partial, p[:i]...)
+		w.keep(p[:i])
 		w.flush()
 		p = p[i+1:]
 	}
 	return n, nil
+}
+
+// keep appends b to the partial line, up to partialKept bytes.
+func (w *lineWriter) keep(b []byte) {
+	if room := partialKept - len(w.partial); room > 0 {
+		w.partial = append(w.partial, b[:min(len(b), room)]...)
+	}
 }
 
 func (w *lineWriter) flush() {
