@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // callState is what the host knows about the call in progress on one
@@ -24,15 +25,29 @@ const (
 	lastLinesKept = 3
 )
 
+// cutLine cuts guest text longer than maxLineBytes, at the start of a
+// character, and marks the cut. It is the one rule for guest text that
+// reaches the log or an error: log lines, what a worker process writes,
+// and an error response's message, which would otherwise put megabytes
+// into one log record on every failing rebalance.
+func cutLine(s string) string {
+	if len(s) <= maxLineBytes {
+		return s
+	}
+	i := maxLineBytes
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…(truncated)"
+}
+
 // note records one line of guest output.
 func (c *callState) note(level slog.Level, line string) {
 	line = strings.TrimRight(line, "\r\n")
 	if line == "" {
 		return
 	}
-	if len(line) > maxLineBytes {
-		line = line[:maxLineBytes] + "…(truncated)"
-	}
+	line = cutLine(line)
 	if len(c.lastLines) == lastLinesKept {
 		copy(c.lastLines, c.lastLines[1:])
 		c.lastLines = c.lastLines[:lastLinesKept-1]

@@ -226,14 +226,15 @@ func (r *inProcess) close(ctx context.Context) error {
 }
 
 // decodeOutput decodes a response the guest returned; an error response
-// becomes ErrAssignorFailed. Decoding copies everything it keeps.
+// becomes ErrAssignorFailed, its message cut as a guest log line is, since
+// callers log it on every failing call. Decoding copies everything it keeps.
 func decodeOutput(name string, out []byte) (*abi.Response, error) {
 	resp, err := abi.DecodeResponse(out)
 	if err != nil {
 		return nil, &Error{Plugin: name, Kind: ErrInvalidOutput, Rule: RuleMalformed, Err: err}
 	}
 	if resp.Error != "" {
-		return nil, &Error{Plugin: name, Kind: ErrAssignorFailed, Detail: resp.Error}
+		return nil, &Error{Plugin: name, Kind: ErrAssignorFailed, Detail: cutLine(resp.Error)}
 	}
 	return resp, nil
 }

@@ -177,6 +177,28 @@ func TestAssign_HostileModulesGetTypedErrorsAndHostKeepsServing(t *testing.T) {
 	})
 }
 
+// TestAssign_ErrorResponseMessageIsCutLikeALogLine runs huge-error.wasm,
+// whose error response carries a 4 MiB message: the error keeps what a log
+// line of the guest would keep, so that the warning about a failed
+// rebalance is one line, not 4 MiB.
+func TestAssign_ErrorResponseMessageIsCutLikeALogLine(t *testing.T) {
+	forEachIsolation(t, func(t *testing.T, iso Isolation) {
+		h, _ := newTestHost(t, NewConfig().WithIsolation(iso))
+		p := loadArtefact(t, h, "testdata/hostile/huge-error.wasm")
+		_, err := p.Assign(context.Background(), "hostile-huge-error", smallRequest())
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != ErrAssignorFailed {
+			t.Fatalf("err = %.200v, want an assignor error", err)
+		}
+		if want := strings.Repeat("A", maxLineBytes) + "…(truncated)"; e.Detail != want {
+			t.Fatalf("the message has %d bytes (%.40q…), want the first %d and the cut's mark", len(e.Detail), e.Detail, maxLineBytes)
+		}
+		if !strings.Contains(err.Error(), "hostile-huge-error") {
+			t.Fatalf("err = %.200q, want it to name the assignor", err)
+		}
+	})
+}
+
 func TestAssign_GoGuestFailuresAreTyped(t *testing.T) {
 	forEachIsolation(t, func(t *testing.T, iso Isolation) {
 		h, _ := newTestHost(t, NewConfig().WithIsolation(iso))

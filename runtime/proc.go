@@ -290,10 +290,7 @@ func (w *workerProc) readOutput(r *os.File, sink *logSink) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	for sc.Scan() {
-		line := sc.Text()
-		if len(line) > maxLineBytes {
-			line = line[:maxLineBytes] + "…(truncated)"
-		}
+		line := cutLine(sc.Text())
 		w.tail.add(line)
 		if sink.take() {
 			sink.logger.Error("plugin worker: "+line, "pid", w.pid)
