@@ -133,7 +133,9 @@ func pluginsCmd(ctx context.Context, e *env, args []string) error {
 		if len(sum) > 12 {
 			sum = sum[:12]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Name, p.Status, p.ABIVersion, strings.Join(p.Assignors, ","), dash(sum), p.File, dash(p.LastError))
+		// Assignor names and errors are the plugins' own text.
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", terminalText(p.Name), p.Status, p.ABIVersion,
+			strings.Join(terminalTexts(p.Assignors), ","), dash(sum), terminalText(p.File), dash(terminalText(p.LastError)))
 	}
 	return tw.Flush()
 }

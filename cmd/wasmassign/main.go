@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
@@ -101,11 +102,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errHelp):
 		return 0
 	case errors.As(err, new(usageError)):
-		fmt.Fprintf(stderr, "wasmassign %s: %v\n", args[0], err)
+		printError(stderr, args[0], err)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "wasmassign %s: %v\n", args[0], err)
+		printError(stderr, args[0], err)
 		return 1
+	}
+}
+
+// printError writes a command's error to stderr, a line for each line of
+// it (errors.Join puts one error a line), each escaped: a plugin's error
+// carries its own text, its error message or its last log lines.
+func printError(stderr io.Writer, cmd string, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(stderr, "wasmassign %s: %s\n", cmd, terminalText(line))
 	}
 }
 
