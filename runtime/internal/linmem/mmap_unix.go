@@ -12,16 +12,17 @@ func allocator() experimental.MemoryAllocator {
 	return experimental.MemoryAllocatorFunc(allocate)
 }
 
-// allocate reserves max bytes. It returns nil when the reservation fails,
-// which wazero reports as a failure to instantiate.
-func allocate(_, max uint64) experimental.LinearMemory {
+// allocate reserves max bytes. When the reservation fails (the address
+// space is exhausted), the memory is a slice instead: wazero has no way to
+// fail an instantiation for it, and panics on a nil memory.
+func allocate(capacity, max uint64) experimental.LinearMemory {
 	if max == 0 {
 		max = 1 << 16
 	}
 	b, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE,
 		syscall.MAP_PRIVATE|syscall.MAP_ANON|mapNoReserve)
 	if err != nil {
-		return nil
+		return newSliceMemory(capacity, max)
 	}
 	return &mapping{buf: b}
 }
