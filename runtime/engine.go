@@ -31,8 +31,9 @@ type engine struct {
 	// checked says whether guest code checks the context at loop headers,
 	// so that a call's deadline stops it in-process.
 	checked bool
-	// memory backs each instance's linear memory with a mapping reserved at
-	// its maximum size; nil where the platform has none.
+	// memory backs each instance's linear memory, with a mapping reserved
+	// at its maximum size where the platform has them; limitedAllocator
+	// puts the limit on top (memlimit.go).
 	memory experimental.MemoryAllocator
 	// bg is the parent of every plugin's background, where idle calls
 	// run (plugin.go). Closing the runtime frees the code and memory a
@@ -53,9 +54,8 @@ type engine struct {
 // newEngine starts a runtime under limits, caching compiled code in
 // cacheDir when it is not empty.
 func newEngine(ctx context.Context, limits Limits, cacheDir string, checked bool) (*engine, error) {
-	rc := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(checked).
-		WithMemoryLimitPages(limits.memoryPages())
+	// No WithMemoryLimitPages: the allocator holds the limit (memlimit.go).
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(checked)
 	e := &engine{limits: limits, checked: checked, memory: linmem.Allocator(),
 		compileSeed: maphash.MakeSeed(), compiling: make(map[uint64]*sync.Mutex)}
 	e.bg = newBackground(nil)
@@ -187,8 +187,12 @@ func (m *engineModule) checkShape() error {
 		mod, name, _ := mem.Import()
 		m.info.Imports = append(m.info.Imports, mod+"."+name)
 	}
-	if _, ok := m.compiled.ExportedMemories()["memory"]; !ok {
+	mem, ok := m.compiled.ExportedMemories()["memory"]
+	if !ok {
 		return &Error{Plugin: m.name, Kind: ErrABIMismatch, Detail: "the module exports no memory named \"memory\""}
+	}
+	if err := checkMemory(m.name, mem, m.e.limits); err != nil {
+		return err
 	}
 	check := func(want exportSignature, required bool) error {
 		f, ok := exports[want.name]
@@ -260,9 +264,7 @@ func (m *engineModule) instantiate(ctx context.Context) (*instance, error) {
 		WithRandSource(&io.rand).
 		WithNanotime(io.nanotime, 1).
 		WithWalltime(io.walltime, 1)
-	if m.e.memory != nil {
-		ctx = experimental.WithMemoryAllocator(ctx, m.e.memory)
-	}
+	ctx = experimental.WithMemoryAllocator(ctx, limitedAllocator{base: m.e.memory, limit: m.e.limits.memoryLimitBytes(), io: io})
 	cctx, cancel := m.e.withDeadline(ctx, cs)
 	defer cancel()
 	mod, err := m.e.rt.InstantiateModule(cctx, m.compiled, cfg)
@@ -423,6 +425,9 @@ func (m *engineModule) classify(ctx context.Context, assignor string, inst *inst
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
 		e.Kind, e.Err = ErrTimeout, context.Canceled
 		e.Detail = "canceled"
+	case cs.growRefused:
+		e.Kind = ErrOutOfMemory
+		e.Detail = fmt.Sprintf("memory.grow refused at the %d MiB limit", lim.memoryPages()/16)
 	case strings.Contains(cs.lastWords(), "out of memory"):
 		e.Kind = ErrOutOfMemory
 	case inst != nil && !inst.mod.IsClosed() && uint64(inst.mod.Memory().Size())+2*65536 > uint64(lim.memoryPages())*65536:

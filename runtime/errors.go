@@ -16,8 +16,9 @@ var (
 	// ErrTrap: the guest trapped (unreachable, out-of-bounds access, a Go
 	// panic that escaped, proc_exit, AssemblyScript abort).
 	ErrTrap = errors.New("trap")
-	// ErrOutOfMemory: the guest reached the memory limit, or could not
-	// allocate the request buffer.
+	// ErrOutOfMemory: the guest reached the memory limit (it trapped in a
+	// call in which the host refused it a memory.grow, or with memory at
+	// the limit), or could not allocate the request buffer.
 	ErrOutOfMemory = errors.New("out of memory")
 	// ErrInvalidOutput: the response broke a rule of sdk/ABI.md; Error.Rule
 	// says which.

@@ -11,13 +11,15 @@ import (
 )
 
 // callState is what the host knows about the call in progress on one
-// instance: its log budget and the guest's last words, which a trap error
-// quotes.
+// instance: its log budget, the guest's last words, which a trap error
+// quotes, and whether the host refused it memory, which makes a trap an
+// out-of-memory error.
 type callState struct {
-	sink      *logSink
-	logBytes  int
-	dropped   int
-	lastLines []string
+	sink        *logSink
+	logBytes    int
+	dropped     int
+	lastLines   []string
+	growRefused bool
 }
 
 const (

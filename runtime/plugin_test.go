@@ -93,6 +93,8 @@ func TestLoad_RejectsBrokenModulesWithTypedErrors(t *testing.T) {
 			{file: "wrong-signature.wasm", kind: ErrABIMismatch, detail: "wasmassign_assign has signature (i32) -> (i32), want (i32, i32) -> (i64)"},
 			{file: "idle-wrong-signature.wasm", kind: ErrABIMismatch, detail: "wasmassign_idle has signature (i32) -> (i32), want () -> ()"},
 			{file: "toobig.wasm", limits: func(l Limits) Limits { return l.WithMaxModuleBytes(4096) }, kind: ErrModuleTooLarge, detail: "limit is 4096"},
+			// Its memory starts at 67 pages, more than 4 MiB.
+			{file: "huge-error.wasm", limits: func(l Limits) Limits { return l.WithMemoryLimitMB(4) }, kind: ErrNotWasm, detail: "min 67 pages"},
 			{file: "startloop.wasm", limits: func(l Limits) Limits { return l.WithTimeout(300 * time.Millisecond) }, kind: ErrTimeout, detail: "300ms"},
 		}
 		for _, tt := range tests {
@@ -136,6 +138,7 @@ func TestAssign_HostileModulesGetTypedErrorsAndHostKeepsServing(t *testing.T) {
 			{file: "trap.wasm", kind: ErrTrap, detail: "about to trap"},
 			{file: "loop.wasm", kind: ErrTimeout},
 			{file: "membomb.wasm", kind: ErrOutOfMemory},
+			{file: "grow-refused.wasm", kind: ErrOutOfMemory, detail: "memory.grow refused"},
 			{file: "bad-partition.wasm", kind: ErrInvalidOutput, rule: RulePartitionRange, detail: "partition 999"},
 			{file: "duplicate.wasm", kind: ErrInvalidOutput, rule: RuleDuplicatePartition},
 			{file: "duplicate-members.wasm", kind: ErrInvalidOutput, rule: RuleDuplicatePartition, detail: `member "m1"`},
