@@ -49,7 +49,14 @@ type engine struct {
 	// directory's files concurrently, and two files may be equal.
 	compileSeed maphash.Seed
 	compiling   map[uint64]*sync.Mutex
+
+	// provided is every function the host's modules export, with its
+	// signature: what a module may import (sdk/ABI.md section 1).
+	provided map[importName]api.FunctionDefinition
 }
+
+// importName names an imported function: its module and its name.
+type importName struct{ module, name string }
 
 // newEngine starts a runtime under limits, caching compiled code in
 // cacheDir when it is not empty.
@@ -85,6 +92,12 @@ func newEngine(ctx context.Context, limits Limits, cacheDir string, checked bool
 	if err != nil {
 		e.close(ctx)
 		return nil, fmt.Errorf("host module %s: %w", importEnv, err)
+	}
+	e.provided = make(map[importName]api.FunctionDefinition)
+	for _, mod := range []string{importWASI, importHost, importEnv} {
+		for name, def := range e.rt.Module(mod).ExportedFunctionDefinitions() {
+			e.provided[importName{mod, name}] = def
+		}
 	}
 	return e, nil
 }
@@ -218,15 +231,20 @@ func (m *engineModule) checkShape() error {
 			return err
 		}
 	}
+	// Imports are held to what the host's modules export, so that an
+	// unknown function, a WASI one included, or a known one with another
+	// signature is an ABI mismatch now rather than a failed instantiation
+	// later.
 	for _, f := range m.compiled.ImportedFunctions() {
 		mod, fn, _ := f.Import()
-		switch {
-		case mod == importWASI:
-		case mod == importHost && fn == "log":
-		case mod == importEnv && fn == "abort":
-		default:
+		host, ok := m.e.provided[importName{mod, fn}]
+		if !ok {
 			return &Error{Plugin: m.name, Kind: ErrABIMismatch,
 				Detail: fmt.Sprintf("imports %s.%s, which the host does not provide", mod, fn)}
+		}
+		if !sameTypes(f.ParamTypes(), host.ParamTypes()) || !sameTypes(f.ResultTypes(), host.ResultTypes()) {
+			return &Error{Plugin: m.name, Kind: ErrABIMismatch, Detail: fmt.Sprintf("import %s.%s has signature %s, the host's is %s",
+				mod, fn, signature(f.ParamTypes(), f.ResultTypes()), signature(host.ParamTypes(), host.ResultTypes()))}
 		}
 	}
 	if len(m.compiled.ImportedMemories()) > 0 {

@@ -90,6 +90,8 @@ func TestLoad_RejectsBrokenModulesWithTypedErrors(t *testing.T) {
 			{file: "not-wasm.wasm", kind: ErrNotWasm, detail: "magic"},
 			{file: "wrong-abi.wasm", kind: ErrABIMismatch, detail: "version 2"},
 			{file: "bad-import.wasm", kind: ErrABIMismatch, detail: "env.fetch_url"},
+			{file: "unknown-wasi.wasm", kind: ErrABIMismatch, detail: "imports wasi_snapshot_preview1.sock_open, which the host does not provide"},
+			{file: "wasi-wrong-signature.wasm", kind: ErrABIMismatch, detail: "import wasi_snapshot_preview1.fd_write has signature (i32) -> (i32), the host's is (i32, i32, i32, i32) -> (i32)"},
 			{file: "wrong-signature.wasm", kind: ErrABIMismatch, detail: "wasmassign_assign has signature (i32) -> (i32), want (i32, i32) -> (i64)"},
 			{file: "idle-wrong-signature.wasm", kind: ErrABIMismatch, detail: "wasmassign_idle has signature (i32) -> (i32), want () -> ()"},
 			{file: "toobig.wasm", limits: func(l Limits) Limits { return l.WithMaxModuleBytes(4096) }, kind: ErrModuleTooLarge, detail: "limit is 4096"},

@@ -290,7 +290,7 @@ func TestInspect_JSONKeys(t *testing.T) {
 }
 
 func TestInspect_RejectsBrokenModules(t *testing.T) {
-	for _, file := range []string{"not-wasm.wasm", "wrong-abi.wasm", "bad-import.wasm"} {
+	for _, file := range []string{"not-wasm.wasm", "wrong-abi.wasm", "bad-import.wasm", "unknown-wasi.wasm", "wasi-wrong-signature.wasm"} {
 		code, _, stderr := wasmassign(t, "inspect", testutil.Artefact(t, filepath.Join("testdata/hostile", file)))
 		if code != 1 || !strings.Contains(stderr, file) {
 			t.Errorf("%s: exit %d, stderr %q", file, code, stderr)
