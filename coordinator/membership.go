@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -89,12 +90,18 @@ func (c *Coordinator) syncGroup(id RequestID, r *kmsg.SyncGroupRequest) {
 			for _, a := range r.GroupAssignment {
 				byID[a.MemberID] = a.MemberAssignment
 			}
-			for _, o := range g.members {
+			moved := 0
+			for _, o := range g.sortedMembers() {
 				o.assignment = byID[o.id]
 				if o.assignment == nil {
 					o.assignment = []byte{}
 				}
+				moved += c.recordLeaderAssignment(g, o)
 			}
+			// The leader assigned: its answer is the group's assignment,
+			// for the admin API, the pictures and the per-group metrics.
+			c.event(Event{Kind: EventAssignmentCompleted, Group: g.id, Generation: g.generation, Detail: g.protocol,
+				Moved: moved, Members: len(g.members), Cooperative: g.cfg.isCooperative(g.protocol)})
 			c.becomeStable(g)
 		}
 		// Server-side: the SyncGroup waits for the assignment job and the
@@ -109,6 +116,39 @@ func (c *Coordinator) syncGroup(id RequestID, r *kmsg.SyncGroupRequest) {
 		c.answerSync(g, m, id, r.Version)
 		c.maybeFollowUp(g)
 	}
+}
+
+// recordLeaderAssignment keeps what a group's own leader assigned m, read
+// from the ConsumerProtocolAssignment bytes of a "consumer" group (other
+// protocol types' bytes mean nothing here), and returns how many of its
+// partitions m did not have in the generation before.
+func (c *Coordinator) recordLeaderAssignment(g *group, m *member) int {
+	var byName []topicPartitions
+	if g.protocolType == "consumer" {
+		var a kmsg.ConsumerMemberAssignment
+		if err := a.ReadFrom(m.assignment); err == nil {
+			merged := make(map[string][]int32, len(a.Topics))
+			for _, t := range a.Topics {
+				merged[t.Topic] = append(merged[t.Topic], t.Partitions...)
+			}
+			for _, t := range sortedKeys(merged) {
+				if ps := normalizedPartitions(merged[t]); len(ps) > 0 {
+					byName = append(byName, topicPartitions{t, slices.Clone(ps)})
+				}
+			}
+		}
+	}
+	moved := 0
+	for _, tp := range byName {
+		had := m.assigned[tp.topic]
+		for _, p := range tp.partitions {
+			if _, ok := slices.BinarySearch(had, p); !ok {
+				moved++
+			}
+		}
+	}
+	m.setAssigned(byName)
+	return moved
 }
 
 func inconsistent(requested *string, current string) bool {
