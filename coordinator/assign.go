@@ -105,7 +105,7 @@ func (c *Coordinator) assignorChain(g *group) []string {
 
 // startAssignment issues the first Job of a new generation.
 func (c *Coordinator) startAssignment(g *group) {
-	g.fingerprint = c.fingerprint(g)
+	c.takeFingerprint(g)
 	js := &jobState{group: g.id, generation: g.generation, chain: c.assignorChain(g), req: c.buildRequest(g)}
 	c.issueJob(g, js)
 }
@@ -177,7 +177,7 @@ func (c *Coordinator) assignmentTimedOut(g *group) {
 		waiting = "assignor " + strconv.Quote(js.chain[min(js.attempt, len(js.chain)-1)])
 		delete(c.jobs, g.job)
 	} else {
-		g.fingerprint = c.fingerprint(g)
+		c.takeFingerprint(g)
 		js = &jobState{group: g.id, generation: g.generation, chain: c.assignorChain(g), req: c.buildRequest(g)}
 	}
 	g.job = 0

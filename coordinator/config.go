@@ -59,6 +59,19 @@ type FetchRack struct {
 	ClientID, Host string
 	// Rack is the RackID the client sent.
 	Rack string
+	// Fetched are the partitions the Fetch read. A Fetch carries no member
+	// id, but the member that owns them is the one that sent it: several
+	// members behind one client id and host (two consumers in one process
+	// or pod) each get their own rack.
+	Fetched []FetchedTopic
+}
+
+// FetchedTopic is one topic of a Fetch request: by name, or from Fetch v13
+// by topic id.
+type FetchedTopic struct {
+	Topic      string
+	TopicID    [16]byte
+	Partitions []int32
 }
 
 // RackRule gives a rack to clients that send none, by host address or by

@@ -23,9 +23,11 @@ type GroupState struct {
 	// FollowUp is set when the generation withheld partitions and its
 	// second KIP-429 round has not started yet.
 	FollowUp bool
-	// Fingerprint identifies the metadata the assignment was computed on.
-	Fingerprint uint64
-	Members     []MemberState
+	// Fingerprint identifies the metadata the assignment was computed on;
+	// FingerprintRacks says whether it covers replica racks.
+	Fingerprint      uint64
+	FingerprintRacks bool `json:",omitempty"`
+	Members          []MemberState
 }
 
 // MemberState is the durable state of one member.
@@ -97,7 +99,7 @@ func exportGroup(g *group) GroupState {
 	gs := GroupState{
 		Group: g.id, State: g.state.String(), Generation: g.generation,
 		ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader,
-		ServerSide: g.serverSide, FollowUp: g.followUp, Fingerprint: g.fingerprint,
+		ServerSide: g.serverSide, FollowUp: g.followUp, Fingerprint: g.fingerprint, FingerprintRacks: g.fingerprintRacks,
 	}
 	for _, m := range g.sortedMembers() {
 		ms := MemberState{
@@ -141,7 +143,7 @@ func (c *Coordinator) Restore(now time.Time, states []GroupState) (Output, error
 		}
 		g := newGroup(gs.Group, c.cfg.groupConfigFor(gs.Group))
 		g.generation, g.protocolType, g.protocol, g.leader = gs.Generation, gs.ProtocolType, gs.Protocol, gs.Leader
-		g.serverSide, g.followUp, g.fingerprint = gs.ServerSide, gs.FollowUp, gs.Fingerprint
+		g.serverSide, g.followUp, g.fingerprint, g.fingerprintRacks = gs.ServerSide, gs.FollowUp, gs.Fingerprint, gs.FingerprintRacks
 		for _, ms := range gs.Members {
 			if ms.MemberID == "" || g.members[ms.MemberID] != nil {
 				return c.finish(), fmt.Errorf("restore group %q: member id %q empty or repeated", gs.Group, ms.MemberID)

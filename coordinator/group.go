@@ -184,8 +184,12 @@ type group struct {
 	followUp bool
 	// followUpStreak counts consecutive generations that withheld.
 	followUpStreak int
-	// fingerprint is the subscribed metadata the assignment was computed on.
-	fingerprint uint64
+	// fingerprint is the subscribed metadata the assignment was computed on,
+	// and fingerprintRacks whether it covers racks: set when the
+	// assignment starts, so a rack learned later (from a Fetch) cannot make
+	// the next metadata refresh look like a change.
+	fingerprint      uint64
+	fingerprintRacks bool
 }
 
 func newGroup(id string, cfg *GroupConfig) *group {

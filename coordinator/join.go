@@ -328,7 +328,12 @@ func (c *Coordinator) replaceStaticMember(g *group, r *kmsg.JoinGroupRequest, ol
 	delete(g.pendingSync, oldID)
 	m := old
 	m.id = newID
-	m.clientID, m.host, m.fetchRack = c.client.ID, c.client.Host, c.client.FetchRack
+	m.clientID, m.host = c.client.ID, c.client.Host
+	if c.client.FetchRack != "" {
+		// A static member that restarts on a new address keeps the rack
+		// it had until its new client is heard from.
+		m.fetchRack = c.client.FetchRack
+	}
 	g.members[newID] = m
 	g.static[m.instanceID] = newID
 	if pendingSync {

@@ -76,7 +76,7 @@ func (c *Coordinator) SetMetadata(now time.Time, md *Metadata) Output {
 		if !g.serverSide || (g.state != Stable && g.state != CompletingRebalance) {
 			continue
 		}
-		if fp := c.fingerprint(g); fp != g.fingerprint {
+		if fp := c.fingerprint(g, g.fingerprintRacks); fp != g.fingerprint {
 			c.event(Event{Kind: EventMetadataChanged, Group: g.id, Generation: g.generation})
 			c.prepareRebalance(g, "subscribed topic metadata changed")
 		}
@@ -112,42 +112,77 @@ func (c *Coordinator) PauseSessions(now time.Time, paused bool) Output {
 
 // FetchRacksSeen tells the coordinator of clients' KIP-392 racks it may
 // not know yet: clients send their RackID only in Fetch requests, so often
-// after their first assignment. Each member whose client (id and host)
-// matches a sighting takes its rack as its fetch rack; a server-side group
-// in which a member's resolved rack changed rebalances.
+// after their first assignment. A sighting belongs to the members of its
+// client (id and host) that own a partition the Fetch read, or, when none
+// does, to its client's only member; a client with several members and no
+// owner among them tells nothing. The member takes the rack as its fetch
+// rack for its group's next assignment. Kafka never rebalances because of
+// a rack, and neither does this: a rack changes nothing until the group
+// rebalances for a reason of its own.
 func (c *Coordinator) FetchRacksSeen(now time.Time, seen []FetchRack) Output {
 	c.begin(now)
 	if len(seen) == 0 {
 		return c.finish()
 	}
 	type client struct{ id, host string }
-	racks := make(map[client]string, len(seen))
-	for _, s := range seen {
-		if s.Rack != "" {
-			racks[client{s.ClientID, s.Host}] = s.Rack // the latest wins
-		}
-	}
+	byClient := make(map[client][]*member)
+	groupOf := make(map[*member]*group)
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
-		changed := false
 		for _, m := range g.sortedMembers() {
-			r, ok := racks[client{m.clientID, m.host}]
-			if !ok {
-				continue
-			}
-			m.fetchRack = r
-			if resolved := c.resolveRack(g, m); resolved != m.rack {
-				m.rack, changed = resolved, true
+			k := client{m.clientID, m.host}
+			byClient[k] = append(byClient[k], m)
+			groupOf[m] = g
+		}
+	}
+	var names map[[16]byte]string // topic ids, built when a Fetch needs them
+	nameOf := func(ft FetchedTopic) string {
+		if ft.Topic != "" || ft.TopicID == ([16]byte{}) {
+			return ft.Topic
+		}
+		if names == nil {
+			names = make(map[[16]byte]string)
+			if c.meta != nil {
+				for name, tm := range c.meta.Topics {
+					names[tm.ID] = name
+				}
 			}
 		}
-		if changed {
-			c.touch(g)
-			if g.serverSide && (g.state == Stable || g.state == CompletingRebalance) {
-				c.prepareRebalance(g, "a member's rack changed")
+		return names[ft.TopicID]
+	}
+	for _, s := range seen {
+		if s.Rack == "" {
+			continue
+		}
+		candidates := byClient[client{s.ClientID, s.Host}]
+		var owners []*member
+		for _, m := range candidates {
+			if m.ownsAnyOf(s.Fetched, nameOf) {
+				owners = append(owners, m)
 			}
+		}
+		if len(owners) == 0 && len(candidates) == 1 {
+			owners = candidates
+		}
+		for _, m := range owners {
+			m.fetchRack = s.Rack
+			m.rack = c.resolveRack(groupOf[m], m)
 		}
 	}
 	return c.finish()
+}
+
+// ownsAnyOf reports whether m was assigned a partition of fetched.
+func (m *member) ownsAnyOf(fetched []FetchedTopic, nameOf func(FetchedTopic) string) bool {
+	for _, ft := range fetched {
+		held := m.assigned[nameOf(ft)]
+		for _, p := range ft.Partitions {
+			if _, ok := slices.BinarySearch(held, p); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SetServedProtocols replaces the set of protocols plugins serve, after hot
@@ -221,10 +256,17 @@ func (c *Coordinator) rackAware(g *group) bool {
 	return false
 }
 
+// takeFingerprint records what g's assignment, starting now, depends on in
+// the metadata.
+func (c *Coordinator) takeFingerprint(g *group) {
+	g.fingerprintRacks = c.rackAware(g)
+	g.fingerprint = c.fingerprint(g, g.fingerprintRacks)
+}
+
 // fingerprint hashes what g's assignment depends on in the metadata: each
 // subscribed topic's existence and partition count and, for rack-aware
 // groups, the set of each partition's replica racks.
-func (c *Coordinator) fingerprint(g *group) uint64 {
+func (c *Coordinator) fingerprint(g *group, withRacks bool) uint64 {
 	topics := make(map[string]bool)
 	for _, m := range g.members {
 		for _, t := range subscribedTopics(m, g.protocol) {
@@ -237,7 +279,6 @@ func (c *Coordinator) fingerprint(g *group) uint64 {
 			racks[b.ID] = b.Rack
 		}
 	}
-	withRacks := c.rackAware(g)
 	h := fnv.New64a()
 	var buf [4]byte
 	putInt := func(v int32) {

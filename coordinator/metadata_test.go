@@ -158,41 +158,82 @@ func TestAssignmentRequest_CarriesPreviousAssignmentAndMemberModes(t *testing.T)
 	}
 }
 
-// TestRack_FetchRackLearnedLaterRebalances: a sighting of a member's Fetch
-// rack that changes its resolved rack rebalances its server-side group; a
-// sighting of another client, or of the rack it has, changes nothing.
-func TestRack_FetchRackLearnedLaterRebalances(t *testing.T) {
+// TestRack_AFetchRackNeverRebalancesAndBelongsToItsMember: two members
+// behind one client id and host (two consumers in one pod) send Fetch
+// racks az1 and az2. Each rack goes to the member that owns the partitions
+// its Fetch read; neither sighting, nor the metadata refreshes after them,
+// rebalances the group (Kafka never rebalances because of a rack); the
+// next rebalance, for a reason of its own, carries both racks.
+func TestRack_AFetchRackNeverRebalancesAndBelongsToItsMember(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+	md := meta(map[string]int{"t": 4})
+	md.Brokers = []Broker{{1, "az1"}, {2, "az2"}, {3, "az3"}}
+	h.setMetadata(md)
+	a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+	b := newSim(h, "b", "g", []string{"range"}, []string{"t"})
+	a.client.ID, b.client.ID = "rdkafka", "rdkafka" // one client id, one host
+	settle(h, a, b)
+	gen := h.c.groups["g"].generation
+	fetched := func(s *simClient) []FetchedTopic {
+		return []FetchedTopic{{Topic: "t", Partitions: slices.Clone(s.held["t"])}}
+	}
+	h.absorb(h.c.FetchRacksSeen(h.now, []FetchRack{
+		{ClientID: "rdkafka", Host: a.client.Host, Rack: "az1", Fetched: fetched(a)},
+		{ClientID: "rdkafka", Host: b.client.Host, Rack: "az2", Fetched: fetched(b)},
+	}))
+	h.setMetadata(md) // a refresh after the racks were learned
+	h.advance(time.Second)
+	if g := h.c.groups["g"]; g.state != Stable || g.generation != gen {
+		t.Fatalf("after Fetch racks: %v generation %d, want Stable at %d", g.state, g.generation, gen)
+	}
+	members := h.c.groups["g"].members
+	if ra, rb := members[a.memberID].rack, members[b.memberID].rack; ra != "az1" || rb != "az2" {
+		t.Fatalf("racks a %q, b %q, want az1 and az2", ra, rb)
+	}
+	// A member joining rebalances the group: the assignment sees both.
+	h.autoJobs = false
+	c := newSim(h, "c", "g", []string{"range"}, []string{"t"})
+	c.join()
+	a.heartbeat()
+	b.heartbeat()
+	settle(h, a, b, c)
+	if len(h.jobs) == 0 {
+		t.Fatal("no assignment after a member joined")
+	}
+	got := map[string]string{}
+	for _, m := range h.jobs[0].Request.Members {
+		got[m.MemberID] = m.Rack
+	}
+	if got[a.memberID] != "az1" || got[b.memberID] != "az2" {
+		t.Errorf("the next assignment sees racks %v, want a az1, b az2", got)
+	}
+}
+
+// TestRack_AStaticRestartOnANewAddressKeepsItsRack: a static member that
+// restarts on another host keeps the rack its old client sent, and the
+// restart costs no rebalance.
+func TestRack_AStaticRestartOnANewAddressKeepsItsRack(t *testing.T) {
 	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
 	h.setMetadata(meta(map[string]int{"t": 4}))
 	a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+	a.instance = "static-a"
 	settle(h, a)
-	for _, seen := range [][]FetchRack{
-		nil,
-		{{ClientID: "a", Host: "/10.9.9.9", Rack: "b"}}, // another host
-		{{ClientID: "other", Host: a.client.Host, Rack: "b"}},
-	} {
-		h.absorb(h.c.FetchRacksSeen(h.now, seen))
-		if st := h.c.groups["g"].state; st != Stable {
-			t.Fatalf("after %+v: state %v, want Stable", seen, st)
+	h.absorb(h.c.FetchRacksSeen(h.now, []FetchRack{{ClientID: "a", Host: a.client.Host, Rack: "az1",
+		Fetched: []FetchedTopic{{Topic: "t", Partitions: []int32{0}}}}}))
+	gen := h.c.groups["g"].generation
+	a.crash()
+	n := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+	n.instance, n.client.Host = "static-a", "/10.0.0.99"
+	n.join()
+	settle(h, n)
+	g := h.c.groups["g"]
+	if g.generation != gen || g.state != Stable {
+		t.Fatalf("the static restart: %v generation %d, want Stable at %d", g.state, g.generation, gen)
+	}
+	for _, m := range g.members {
+		if m.rack != "az1" {
+			t.Errorf("the restarted member's rack is %q, want az1", m.rack)
 		}
-	}
-	// a's first Fetch carried RackID "b".
-	h.absorb(h.c.FetchRacksSeen(h.now, []FetchRack{{ClientID: "a", Host: a.client.Host, Rack: "b"}}))
-	if st := h.c.groups["g"].state; st != PreparingRebalance {
-		t.Fatalf("state %v after a rack was learned", st)
-	}
-	h.autoJobs = false
-	a.heartbeat()
-	settle(h, a)
-	if len(h.jobs) != 1 || h.jobs[0].Request.Members[0].Rack != "b" {
-		t.Fatalf("jobs %+v", h.jobs)
-	}
-	h.autoJobs = true
-	h.runJobs()
-	settle(h, a)
-	h.absorb(h.c.FetchRacksSeen(h.now, []FetchRack{{ClientID: "a", Host: a.client.Host, Rack: "b"}}))
-	if st := h.c.groups["g"].state; st != Stable {
-		t.Fatalf("the same rack again: state %v, want Stable", st)
 	}
 }
 

@@ -273,7 +273,12 @@ func (w *world) extraStep() {
 		for range 1 + w.rng.IntN(2) {
 			rack := fmt.Sprintf("r%d", w.rng.IntN(3))
 			if s := w.pick(); s != nil && w.rng.IntN(4) != 0 {
-				seen = append(seen, FetchRack{ClientID: s.client.ID, Host: s.client.Host, Rack: rack})
+				var fetched []FetchedTopic
+				for t, ps := range s.held {
+					fetched = append(fetched, FetchedTopic{Topic: t, Partitions: slices.Clone(ps)})
+				}
+				slices.SortFunc(fetched, func(a, b FetchedTopic) int { return strings.Compare(a.Topic, b.Topic) })
+				seen = append(seen, FetchRack{ClientID: s.client.ID, Host: s.client.Host, Rack: rack, Fetched: fetched})
 			} else {
 				seen = append(seen, FetchRack{ClientID: "stranger", Host: "/10.9.9.9", Rack: rack})
 			}

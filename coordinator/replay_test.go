@@ -95,7 +95,11 @@ type racksInput struct {
 }
 
 func (in racksInput) apply(_ testing.TB, c **Coordinator) Output {
-	return (*c).FetchRacksSeen(in.now, slices.Clone(in.seen))
+	seen := slices.Clone(in.seen)
+	for i := range seen {
+		seen[i].Fetched = slices.Clone(seen[i].Fetched)
+	}
+	return (*c).FetchRacksSeen(in.now, seen)
 }
 
 // rebalanceInput is the driver asking for a rebalance (after a plugin

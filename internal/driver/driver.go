@@ -352,23 +352,24 @@ func (d *Driver) SetUpstreamReachable(reachable bool) {
 }
 
 // RecordFetchRack notes the rack a client sent in a Fetch request (KIP-392
-// RackID). Clients that send their rack only there fetch only once they have
-// partitions, so their groups' first assignment is made without it: a rack
-// the book did not hold reaches the coordinator as an event
-// (coordinator.Coordinator.FetchRacksSeen), which rebalances server-side
-// groups in which a member's rack changed. It does not wait, so the proxy
-// calls it from its request path; sightings made while a pass is queued
-// join that pass.
-func (d *Driver) RecordFetchRack(clientID, host, rack string) {
+// RackID), with the partitions it fetched. Clients that send their rack
+// only there fetch only once they have partitions, so their groups' first
+// assignment is made without it: a rack the book did not hold reaches the
+// coordinator as an event (coordinator.Coordinator.FetchRacksSeen), which
+// gives it to the member owning those partitions for the group's next
+// assignment, and rebalances nothing. It does not wait, so the proxy calls
+// it from its request path; sightings made while a pass is queued join
+// that pass.
+func (d *Driver) RecordFetchRack(seen coordinator.FetchRack) {
 	// One lock over the book and the queue, so sightings of one client
 	// reach the coordinator in the order the book took them.
 	d.rackMu.Lock()
-	if !d.racks.record(clientID, host, rack) {
+	if !d.racks.record(seen.ClientID, seen.Host, seen.Rack) {
 		d.rackMu.Unlock()
 		return
 	}
 	queued := len(d.rackNews) > 0
-	d.rackNews = append(d.rackNews, coordinator.FetchRack{ClientID: clientID, Host: host, Rack: rack})
+	d.rackNews = append(d.rackNews, seen)
 	d.rackMu.Unlock()
 	if queued {
 		return

@@ -19,10 +19,15 @@ type rackBook struct {
 
 type rackKey struct{ clientID, host string }
 
-// fetchRack is a recorded rack and when its client last sent it.
+// fetchRack is a recorded rack and when its client last sent it. Two
+// consumers behind one client id and host (two in one process or pod) may
+// send different racks: the key then names no one rack, and until
+// conflictUntil the book answers no lookup for it (the coordinator ties
+// each of their sightings to its member by the partitions fetched).
 type fetchRack struct {
-	rack string
-	seen time.Time
+	rack          string
+	seen          time.Time
+	conflictUntil time.Time
 }
 
 // Clients come and go (every restart of a pod is a new host), so the book
@@ -36,6 +41,9 @@ type fetchRack struct {
 const (
 	fetchRacksPruneAt = 10000
 	fetchRacksIdle    = 24 * time.Hour
+	// fetchRacksConflict is how long two racks sent for one key keep it
+	// ambiguous; a client that moved racks for good is believed after it.
+	fetchRacksConflict = 10 * time.Minute
 )
 
 func newRackBook(now func() time.Time) *rackBook {
@@ -61,20 +69,29 @@ func (f *rackBook) record(clientID, host, rack string) bool {
 			}
 		}
 	}
-	f.racks[k] = fetchRack{rack: rack, seen: now}
+	next := fetchRack{rack: rack, seen: now, conflictUntil: old.conflictUntil}
+	if ok && old.rack != rack && now.Sub(old.seen) < fetchRacksConflict {
+		next.conflictUntil = now.Add(fetchRacksConflict)
+	}
+	f.racks[k] = next
 	return !ok || old.rack != rack
 }
 
-// lookup returns the rack a client last sent, and false when none is known.
+// lookup returns the rack a client last sent, and false when none is known
+// or the client id and host have lately sent more than one.
 func (f *rackBook) lookup(clientID, host string) (string, bool) {
 	k := rackKey{clientID, host}
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r, ok := f.racks[k]
-	if ok {
-		r.seen = now
-		f.racks[k] = r
+	if !ok {
+		return "", false
 	}
-	return r.rack, ok
+	r.seen = now
+	f.racks[k] = r
+	if now.Before(r.conflictUntil) {
+		return "", false
+	}
+	return r.rack, true
 }

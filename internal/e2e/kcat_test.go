@@ -50,19 +50,23 @@ type consumerProc struct {
 	readLog
 }
 
-// startKcat runs kcat as a balanced consumer of topic in group. kcat runs
-// without -q, so its stderr logs each rebalance it sees (rkRevokes reads
-// them).
-func startKcat(t *testing.T, kcat, bootstrap, group, clientID, strategy, topic string) *consumerProc {
+// startKcat runs kcat as a balanced consumer of topic in group, with the
+// extra librdkafka properties props ("key=value"). kcat runs without -q, so
+// its stderr logs each rebalance it sees (rkRevokes reads them).
+func startKcat(t *testing.T, kcat, bootstrap, group, clientID, strategy, topic string, props ...string) *consumerProc {
 	t.Helper()
-	return startReader(t, clientID, exec.Command(kcat, "-b", bootstrap, "-G", group,
-		"-X", "client.id="+clientID,
-		"-X", "partition.assignment.strategy="+strategy,
+	args := []string{"-b", bootstrap, "-G", group,
+		"-X", "client.id=" + clientID,
+		"-X", "partition.assignment.strategy=" + strategy,
 		"-X", "auto.offset.reset=earliest",
 		"-X", "session.timeout.ms=6000",
 		"-X", "heartbeat.interval.ms=200",
-		"-X", "auto.commit.interval.ms=200",
-		"-u", "-f", "%p %o\n", topic))
+		"-X", "auto.commit.interval.ms=200"}
+	for _, p := range props { // more librdkafka properties, "key=value"
+		args = append(args, "-X", p)
+	}
+	args = append(args, "-u", "-f", "%p %o\n", topic)
+	return startReader(t, clientID, exec.Command(kcat, args...))
 }
 
 // startReader runs cmd, which prints a "partition offset" line per record
@@ -479,5 +483,53 @@ func rkProcJoinLeave(ctx context.Context, t *testing.T, d *daemon, admin *kgo.Cl
 	}
 	if s.revokes != nil && moved == 0 {
 		t.Error("no member logged a revocation when members joined: the check that unmoved partitions stay could not fail")
+	}
+}
+
+// TestKcat_TwoStaticMembersOnOneHostKeepTheirOwnFetchRacks runs two kcat
+// (librdkafka) static members on one host with one client id and
+// client.rack az-a and az-b: librdkafka sends its rack only in Fetch
+// requests. The group must not rebalance for the racks (Kafka never does),
+// and each member must end up with its own rack, not the other's.
+func TestKcat_TwoStaticMembersOnOneHostKeepTheirOwnFetchRacks(t *testing.T) {
+	t.Parallel()
+	kcat := needCommand(t, "kcat", "kcat")
+	ctx := testCtx(t, 90*time.Second)
+	c := rackedGateway()
+	c.EmbeddedTopics = append(c.EmbeddedTopics, "kcat-racks:6:1")
+	d := startDaemon(t, t.TempDir(), c.String())
+	const group, topic = "kcat-racks", "kcat-racks"
+	racks := map[string]string{"static-1": "az-a", "static-2": "az-b"}
+	for _, inst := range slices.Sorted(maps.Keys(racks)) {
+		startKcat(t, kcat, d.bootstrap, group, "rdkafka", "range", topic,
+			"group.instance.id="+inst, "client.rack="+racks[inst])
+	}
+	g, err := stableWith(ctx, d, group, 2, topic, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(ctx, t, []string{d.bootstrap}, topic, 60) // every member fetches
+	err = kfakegroup.WaitFor(ctx, func() error {
+		now, err := d.group(ctx, group)
+		if err != nil {
+			return err
+		}
+		if now.Generation != g.Generation {
+			return fmt.Errorf("generation %d, was %d: the group rebalanced after it settled", now.Generation, g.Generation)
+		}
+		for _, m := range now.Members {
+			if m.InstanceID == nil || m.Rack != racks[*m.InstanceID] {
+				return fmt.Errorf("member %v has rack %q, want its own, %v", m.InstanceID, m.Rack, racks)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Some time more: a rebalance for a rack would come now.
+	time.Sleep(3 * time.Second)
+	if now, err := d.group(ctx, group); err != nil || now.Generation != g.Generation {
+		t.Errorf("generation %d (err %v), want %d: a rebalance Kafka would not make", now.Generation, err, g.Generation)
 	}
 }

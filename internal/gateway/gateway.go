@@ -34,7 +34,7 @@ type Driver interface {
 	Handle(ctx context.Context, client coordinator.Client, req kmsg.Request) (kmsg.Response, error)
 	// RecordFetchRack notes the KIP-392 rack a client sent in a Fetch
 	// request. It must not block.
-	RecordFetchRack(clientID, host, rack string)
+	RecordFetchRack(seen coordinator.FetchRack)
 }
 
 // CoordinatorLookup answers which upstream brokers coordinate groups
@@ -495,10 +495,21 @@ func (g *Gateway) split(groups []string) (managed, others []string) {
 }
 
 // FetchRack hands the driver a rack a client at c sent in a Fetch request
-// (KIP-392 RackID), naming the client as the coordinator does. The proxy
+// (KIP-392 RackID), naming the client as the coordinator does, with the
+// partitions the Fetch read, which tell the member that sent it. The proxy
 // calls it (proxy.Options.OnFetchRack).
-func (g *Gateway) FetchRack(c proxy.ConnInfo, clientID, rack string) {
-	g.opt.Driver.RecordFetchRack(clientID, hostOf(c.Remote), rack)
+func (g *Gateway) FetchRack(c proxy.ConnInfo, clientID, rack string, topics []kmsg.FetchRequestTopic) {
+	if rack == "" {
+		return
+	}
+	fetched := make([]coordinator.FetchedTopic, len(topics))
+	for i, t := range topics {
+		fetched[i] = coordinator.FetchedTopic{Topic: t.Topic, TopicID: t.TopicID, Partitions: make([]int32, len(t.Partitions))}
+		for j, p := range t.Partitions {
+			fetched[i].Partitions[j] = p.Partition
+		}
+	}
+	g.opt.Driver.RecordFetchRack(coordinator.FetchRack{ClientID: clientID, Host: hostOf(c.Remote), Rack: rack, Fetched: fetched})
 }
 
 // hostOf is the Kafka form of a client address.

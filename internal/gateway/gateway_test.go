@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -25,8 +26,8 @@ type fakeDriver struct {
 	racks   []coordinator.FetchRack
 }
 
-func (f *fakeDriver) RecordFetchRack(clientID, host, rack string) {
-	f.racks = append(f.racks, coordinator.FetchRack{ClientID: clientID, Host: host, Rack: rack})
+func (f *fakeDriver) RecordFetchRack(seen coordinator.FetchRack) {
+	f.racks = append(f.racks, seen)
 }
 
 func (f *fakeDriver) Handle(_ context.Context, c coordinator.Client, req kmsg.Request) (kmsg.Response, error) {
@@ -330,11 +331,22 @@ func TestIntercept_DeleteGroupsChecksManagedGroupsFirst(t *testing.T) {
 func TestFetchRack_NamesTheClientAsTheCoordinatorDoes(t *testing.T) {
 	d := &fakeDriver{}
 	g := New(Options{Manages: func(string) bool { return true }, Driver: d, Coordinators: &fakeUpstream{}})
-	g.FetchRack(proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}, "app", "az-b")
-	g.FetchRack(proxy.ConnInfo{Remote: netip.MustParseAddrPort("[::ffff:10.1.2.4]:4000")}, "app", "az-c")
-	want := []coordinator.FetchRack{{ClientID: "app", Host: "/10.1.2.3", Rack: "az-b"}, {ClientID: "app", Host: "/10.1.2.4", Rack: "az-c"}}
-	if !slices.Equal(d.racks, want) {
-		t.Errorf("driver got %+v, want %+v", d.racks, want)
+	topic := kmsg.NewFetchRequestTopic()
+	topic.Topic = "t"
+	for _, p := range []int32{2, 0} {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition = p
+		topic.Partitions = append(topic.Partitions, fp)
+	}
+	g.FetchRack(proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}, "app", "az-b", []kmsg.FetchRequestTopic{topic})
+	g.FetchRack(proxy.ConnInfo{Remote: netip.MustParseAddrPort("[::ffff:10.1.2.4]:4000")}, "app", "az-c", nil)
+	g.FetchRack(proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.5:4000")}, "app", "", []kmsg.FetchRequestTopic{topic})
+	want := []coordinator.FetchRack{
+		{ClientID: "app", Host: "/10.1.2.3", Rack: "az-b", Fetched: []coordinator.FetchedTopic{{Topic: "t", Partitions: []int32{2, 0}}}},
+		{ClientID: "app", Host: "/10.1.2.4", Rack: "az-c", Fetched: []coordinator.FetchedTopic{}},
+	}
+	if !reflect.DeepEqual(d.racks, want) {
+		t.Errorf("driver got %+v, want %+v (no sighting without a rack)", d.racks, want)
 	}
 	g.Intercept(context.Background(), proxy.Request{Conn: proxy.ConnInfo{Remote: netip.MustParseAddrPort("10.1.2.3:4000")}, ClientID: kmsg.StringPtr("app"), Req: kmsg.NewPtrHeartbeatRequest()})
 	if len(d.clients) != 1 || d.clients[0].Host != want[0].Host || d.clients[0].ID != want[0].ClientID {

@@ -622,7 +622,7 @@ func (c *conn) handle(fr []byte) error {
 		if hdr.ClientID != nil {
 			clientID = *hdr.ClientID
 		}
-		c.p.opts.OnFetchRack(c.info, clientID, req.Rack)
+		c.p.opts.OnFetchRack(c.info, clientID, req.Rack, req.Topics)
 	}
 	s := &slot{key: key, version: version, corr: hdr.CorrelationID, start: time.Now()}
 	if c.p.opts.RequireClientSASL {

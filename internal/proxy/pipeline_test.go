@@ -268,11 +268,15 @@ func TestProxy_FetchRackReportedOncePerConnection(t *testing.T) {
 	var mu sync.Mutex
 	racks := map[uint64][]string{}
 	e := startEnv(t, 3, func(o *Options) {
-		o.OnFetchRack = func(c ConnInfo, clientID, rack string) {
+		o.OnFetchRack = func(c ConnInfo, clientID, rack string, topics []kmsg.FetchRequestTopic) {
 			mu.Lock()
 			defer mu.Unlock()
 			if c.Node < 0 || c.Upstream != c.Node || !c.Remote.IsValid() || clientID != "rack-consumer" {
 				t.Errorf("rack reported for connection %+v, client id %q", c, clientID)
+			}
+			// The partitions fetched tell which member sent it.
+			if len(topics) == 0 || len(topics[0].Partitions) == 0 {
+				t.Errorf("rack reported without the fetched partitions: %+v", topics)
 			}
 			racks[c.ID] = append(racks[c.ID], rack)
 		}

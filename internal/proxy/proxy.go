@@ -151,10 +151,10 @@ type Options struct {
 	Listen func(addr string) (net.Listener, error)
 
 	// OnFetchRack, when set, is called with the client id (empty when
-	// null) and the rack (KIP-392 RackID, empty when the client sent none)
-	// of the first Fetch request of version 11 or later on each client
-	// connection. It must not block.
-	OnFetchRack func(c ConnInfo, clientID, rack string)
+	// null), the rack (KIP-392 RackID, empty when the client sent none)
+	// and the topics of the first Fetch request of version 11 or later on
+	// each client connection. It must not block, nor keep topics.
+	OnFetchRack func(c ConnInfo, clientID, rack string, topics []kmsg.FetchRequestTopic)
 	// OnUnreachable, when set, is called (from the connection's goroutine;
 	// it must not block) each time a client connection is closed because
 	// its broker could not be dialled. The daemon checks the upstream at

@@ -43,7 +43,7 @@ func TestProxy_SASLUpstreamInterceptsOnlyAuthenticatedClients(t *testing.T) {
 		o.ClientOpts = []kgo.Opt{kgo.SASL(plainAuth("gw", "gw-secret"))}
 		o.Interceptor = ans
 		o.RequireClientSASL = true
-		o.OnFetchRack = func(ConnInfo, string, string) { racks.Add(1) }
+		o.OnFetchRack = func(ConnInfo, string, string, []kmsg.FetchRequestTopic) { racks.Add(1) }
 	}, kfake.EnableSASL(), kfake.Superuser("PLAIN", "gw", "gw-secret"),
 		kfake.Superuser("PLAIN", "bob", "bob-secret"), kfake.Superuser("SCRAM-SHA-256", "alice", "alice-secret"))
 	describe := kmsg.NewPtrDescribeGroupsRequest()
