@@ -115,6 +115,11 @@ type Upstream struct {
 	// up yet; it is looked up at once. 0 assigns at once, and a second
 	// rebalance follows when the metadata arrives.
 	MetadataWait time.Duration
+	// OffsetsRetention is the upstream's offsets.retention.minutes. The
+	// gateway commits a managed group's offsets upstream as a group without
+	// members, whose offsets the broker expires that long after each
+	// commit; it commits them again before then while the group lives.
+	OffsetsRetention time.Duration
 	// TLSCA, when set, is the PEM file of the CA that signs the upstream's
 	// certificates, and makes the gateway's connections use TLS.
 	TLSCA string
@@ -315,6 +320,7 @@ type file struct {
 		Brokers         []string `toml:"brokers"`
 		MetadataRefresh *string  `toml:"metadata_refresh"`
 		MetadataWait    *string  `toml:"metadata_wait"`
+		Retention       *string  `toml:"offsets_retention"`
 		TLSCA           string   `toml:"tls_ca"`
 		SASLMechanism   string   `toml:"sasl_mechanism"`
 		SASLUser        string   `toml:"sasl_user"`
@@ -472,6 +478,13 @@ func (c *Config) upstream(f *file, dir string) error {
 	}
 	if u.MetadataWait < 0 {
 		return c.errorf("upstream.metadata_wait", "%v is negative", u.MetadataWait)
+	}
+	// Kafka's offsets.retention.minutes defaults to 7 days.
+	if u.OffsetsRetention, err = c.duration("upstream.offsets_retention", f.Upstream.Retention, 7*24*time.Hour); err != nil {
+		return err
+	}
+	if u.OffsetsRetention < time.Minute {
+		return c.errorf("upstream.offsets_retention", "%v is below Kafka's minimum of 1m", u.OffsetsRetention)
 	}
 	u.TLSCA = resolve(dir, f.Upstream.TLSCA)
 	u.SASLMechanism, u.SASLUser, u.SASLPassword = f.Upstream.SASLMechanism, f.Upstream.SASLUser, f.Upstream.SASLPassword

@@ -119,6 +119,7 @@ func TestParse_BadInputNamesFileAndKey(t *testing.T) {
 		{"bad duration", "[plugins]\ntimeout = \"2 seconds\"", "plugins.timeout", "duration"},
 		{"zero timeout", "[plugins]\ntimeout = \"0s\"", "plugins.timeout", "positive"},
 		{"assignment timeout under the plugin timeout", "[plugins]\ntimeout = \"5s\"\nassignment_timeout = \"3s\"", "plugins.assignment_timeout", "shorter than plugins.timeout"},
+		{"offsets retention too short", "[upstream]\noffsets_retention = \"30s\"", "upstream.offsets_retention", "minimum"},
 		{"memory too big", "[plugins]\nmemory_limit_mb = 8192", "plugins.memory_limit_mb", "out of range"},
 		{"tls cert alone", "[server]\ntls_cert = \"c.pem\"", "server.tls_cert", "together"},
 		{"negative metadata wait", "[upstream]\nmetadata_wait = \"-1s\"", "upstream.metadata_wait", "negative"},

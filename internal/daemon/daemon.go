@@ -78,6 +78,9 @@ type Daemon struct {
 	// started is set once the driver runs: reload events reach it only
 	// from then on.
 	started atomic.Bool
+	// offsets keeps live groups' offsets from expiring upstream.
+	offsets     *offsetKeeper
+	offsetsDone chan struct{}
 }
 
 // Options are what Start needs beyond the configuration.
@@ -171,6 +174,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 
 	plugins := pluginSet{d.registry}
 	up := upstream.New(d.client, 0)
+	d.offsets = newOffsetKeeper(up, cfg.Upstream.OffsetsRetention, log)
 	var seed [8]byte
 	rand.Read(seed[:])
 	saved, err := loadState(cfg.Server.StateDir)
@@ -185,7 +189,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	if d.driver, err = driver.Start(driver.Config{
 		Coordinator:   ccfg,
 		Plugins:       plugins,
-		Forwarder:     up,
+		Forwarder:     d.offsets,
 		PluginTimeout: cfg.Plugins.Timeout + time.Second,
 		IDSeed:        binary.LittleEndian.Uint64(seed[:]),
 		Restore:       saved,
@@ -261,6 +265,11 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 			d.reloader.Run(runCtx)
 		}()
 	}
+	d.offsetsDone = make(chan struct{})
+	go func() {
+		defer close(d.offsetsDone)
+		d.offsets.run(runCtx, d.driver.Overviews)
+	}()
 	if d.adminLn != nil {
 		src := &adminSource{d: d}
 		if cfg.Server.AdminToken == "" && !admin.IsLoopback(cfg.Server.AdminListen) {
@@ -302,6 +311,9 @@ func (d *Daemon) Close(ctx context.Context) error {
 		<-d.done
 		if d.reloadDone != nil {
 			<-d.reloadDone
+		}
+		if d.offsetsDone != nil {
+			<-d.offsetsDone
 		}
 	}
 	// The coordinator goes first: a JoinGroup parked in it would otherwise

@@ -94,6 +94,10 @@ func singleGroup(req kmsg.Request) (string, bool) {
 		return r.Group, true
 	case *kmsg.OffsetDeleteRequest:
 		return r.Group, true
+	case *kmsg.OffsetFetchRequest:
+		if r.Version < 8 { // from v8 a request may name several groups
+			return r.Group, true
+		}
 	}
 	return "", false
 }
