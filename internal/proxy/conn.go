@@ -612,17 +612,22 @@ func (c *conn) handle(fr []byte) error {
 	// rack, without credentials.
 	authenticated := !c.p.opts.RequireClientSASL || c.saslAccepted.Load()
 	if key == int16(kmsg.Fetch) && version >= 11 && !c.rackSeen && c.p.opts.OnFetchRack != nil && authenticated {
-		c.rackSeen = true
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(version)
 		if err := req.ReadFrom(body); err != nil {
 			return fmt.Errorf("decode Fetch v%d request: %w", version, err)
 		}
-		var clientID string
-		if hdr.ClientID != nil {
-			clientID = *hdr.ClientID
+		// The first Fetch that names partitions: they tell which member
+		// of a shared client id and address sent the rack. An incremental
+		// fetch session's follow-ups may name none.
+		if req.Rack == "" || len(req.Topics) > 0 {
+			c.rackSeen = true
+			var clientID string
+			if hdr.ClientID != nil {
+				clientID = *hdr.ClientID
+			}
+			c.p.opts.OnFetchRack(c.info, clientID, req.Rack, req.Topics)
 		}
-		c.p.opts.OnFetchRack(c.info, clientID, req.Rack, req.Topics)
 	}
 	s := &slot{key: key, version: version, corr: hdr.CorrelationID, start: time.Now()}
 	if c.p.opts.RequireClientSASL {

@@ -274,7 +274,8 @@ func TestProxy_FetchRackReportedOncePerConnection(t *testing.T) {
 			if c.Node < 0 || c.Upstream != c.Node || !c.Remote.IsValid() || clientID != "rack-consumer" {
 				t.Errorf("rack reported for connection %+v, client id %q", c, clientID)
 			}
-			// The partitions fetched tell which member sent it.
+			// The partitions fetched tell which member sent it: the
+			// report waits for a Fetch that names some.
 			if len(topics) == 0 || len(topics[0].Partitions) == 0 {
 				t.Errorf("rack reported without the fetched partitions: %+v", topics)
 			}

@@ -153,7 +153,8 @@ type Options struct {
 	// OnFetchRack, when set, is called with the client id (empty when
 	// null), the rack (KIP-392 RackID, empty when the client sent none)
 	// and the topics of the first Fetch request of version 11 or later on
-	// each client connection. It must not block, nor keep topics.
+	// each client connection that sends no rack or names some partitions.
+	// It must not block, nor keep topics.
 	OnFetchRack func(c ConnInfo, clientID, rack string, topics []kmsg.FetchRequestTopic)
 	// OnUnreachable, when set, is called (from the connection's goroutine;
 	// it must not block) each time a client connection is closed because
