@@ -11,6 +11,7 @@ import (
 // each With method returns a changed copy, so one value can be shared.
 type Limits struct {
 	timeout           time.Duration
+	compileTimeout    time.Duration
 	memoryLimitMB     uint32
 	maxModuleBytes    int
 	maxOutputBytes    int
@@ -22,6 +23,7 @@ type Limits struct {
 func DefaultLimits() Limits {
 	return Limits{
 		timeout:           2 * time.Second,
+		compileTimeout:    20 * time.Second,
 		memoryLimitMB:     512,
 		maxModuleBytes:    64 << 20,
 		maxOutputBytes:    64 << 20,
@@ -44,6 +46,21 @@ func DefaultLimits() Limits {
 // caller's path, to guests that export wasmassign_idle; a guest past it is
 // discarded (its worker killed) and no caller sees an error.
 func (l Limits) WithTimeout(d time.Duration) Limits { l.timeout = d; return l }
+
+// WithCompileTimeout bounds compiling a module into machine code, each
+// time a plugin is loaded or a worker loads it again. A module past it is
+// rejected with ErrTimeout. Compiling a Go guest of a few MiB takes one to
+// two seconds on one core, and milliseconds from the compilation cache, so
+// the default of 20s leaves room for a loaded machine and still rejects a
+// module built to keep the compiler busy for minutes (a br_table with
+// millions of targets, thousands of nested loops) long before an operator
+// would give up on the start-up.
+//
+// With IsolationProcess the worker compiles and the host kills it at the
+// deadline. With IsolationInProcess nothing can stop the compiler: Load
+// returns at the deadline, and the compilation goes on in the background
+// until it ends, holding a core and its memory (see Isolation).
+func (l Limits) WithCompileTimeout(d time.Duration) Limits { l.compileTimeout = d; return l }
 
 // WithMemoryLimitMB caps each instance's linear memory; memory.grow beyond it
 // fails. It is rounded down to whole 64 KiB pages. Defaults to 512.
@@ -68,6 +85,9 @@ func (l Limits) WithLogLinesPerSecond(n int) Limits { l.logLinesPerSecond = n; r
 
 // Timeout returns the per-call deadline.
 func (l Limits) Timeout() time.Duration { return l.timeout }
+
+// CompileTimeout returns the deadline for compiling a module.
+func (l Limits) CompileTimeout() time.Duration { return l.compileTimeout }
 
 // MemoryLimitMB returns the memory cap per instance.
 func (l Limits) MemoryLimitMB() uint32 { return l.memoryLimitMB }
@@ -113,6 +133,11 @@ const (
 	// IsolationInProcess runs plugins in this process, with a context check
 	// compiled into every loop so that a deadline can stop them. It is the
 	// default where worker processes are not supported.
+	//
+	// Nothing in a process can stop wazero's compiler, so a load past the
+	// compile timeout returns ErrTimeout while the compilation runs on in
+	// the background to its end, holding a core and its memory. Only
+	// IsolationProcess bounds compiling for certain.
 	IsolationInProcess
 )
 

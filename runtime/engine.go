@@ -25,7 +25,10 @@ import (
 // into every loop; a worker process uses one without them, and its parent
 // enforces the deadline by killing the process.
 type engine struct {
-	rt     wazero.Runtime
+	rt wazero.Runtime
+	// cache holds the compiler and the compiled code, in memory or in a
+	// directory; it outlives rt while a compilation given up on still runs
+	// (compileBounded), since closing it under one crashes wazero.
 	cache  wazero.CompilationCache
 	limits Limits
 	// checked says whether guest code checks the context at loop headers,
@@ -39,7 +42,7 @@ type engine struct {
 	// run (plugin.go). Closing the runtime frees the code and memory a
 	// running guest uses, so close stops and waits for them first.
 	bg *background
-	mu sync.Mutex // guards compiling
+	mu sync.Mutex // guards compiling, running and closed
 
 	// compiling serialises compiles of equal bytes (by hash under
 	// compileSeed; a collision only serialises two compiles). wazero v1.12
@@ -49,6 +52,10 @@ type engine struct {
 	// directory's files concurrently, and two files may be equal.
 	compileSeed maphash.Seed
 	compiling   map[uint64]*sync.Mutex
+	// running counts compilations under way; once closed is set, the last
+	// of them closes the cache. Both are guarded by mu.
+	running int
+	closed  bool
 
 	// provided is every function the host's modules export, with its
 	// signature: what a module may import (sdk/ABI.md section 1).
@@ -66,14 +73,18 @@ func newEngine(ctx context.Context, limits Limits, cacheDir string, checked bool
 	e := &engine{limits: limits, checked: checked, memory: linmem.Allocator(),
 		compileSeed: maphash.MakeSeed(), compiling: make(map[uint64]*sync.Mutex)}
 	e.bg = newBackground(nil)
+	// Always a cache, in memory when there is no directory: a runtime with
+	// one leaves the compiler to it, so closing the runtime does not pull
+	// the compiler from under a compilation that still runs.
+	e.cache = wazero.NewCompilationCache()
 	if cacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
 		if err != nil {
 			return nil, fmt.Errorf("compilation cache %s: %w", cacheDir, err)
 		}
 		e.cache = cache
-		rc = rc.WithCompilationCache(cache)
 	}
+	rc = rc.WithCompilationCache(e.cache)
 	e.rt = wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
 		e.close(ctx)
@@ -106,12 +117,40 @@ func (e *engine) close(ctx context.Context) error {
 	e.bg.close()
 	e.bg.wait()
 	err := e.rt.Close(ctx)
-	if e.cache != nil {
+	e.mu.Lock()
+	e.closed = true
+	last := e.running == 0
+	e.mu.Unlock()
+	if last {
 		if cerr := e.cache.Close(ctx); err == nil {
 			err = cerr
 		}
 	}
 	return err
+}
+
+// compileStarted counts a compilation under way; false once the engine is
+// closed.
+func (e *engine) compileStarted() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.running++
+	return true
+}
+
+// compileEnded counts a compilation's end, and closes the cache after the
+// last one when the engine closed meanwhile.
+func (e *engine) compileEnded() {
+	e.mu.Lock()
+	e.running--
+	last := e.closed && e.running == 0
+	e.mu.Unlock()
+	if last {
+		e.cache.Close(context.Background())
+	}
 }
 
 // withDeadline bounds a guest call by the timeout when the engine's code can
@@ -162,14 +201,21 @@ func (e *engine) lockCompile(wasm []byte) func() {
 	return l.Unlock
 }
 
-// compile compiles a module and checks its exports and imports.
+// compile compiles a module and checks its exports and imports. In a
+// worker the parent bounds the compilation and kills the process at its
+// deadline; in process, the compilation cannot be stopped, so compile
+// stops waiting for it at the compile timeout (compileBounded).
 func (e *engine) compile(ctx context.Context, name string, wasm []byte, sink *logSink) (*engineModule, error) {
 	start := time.Now()
-	unlock := e.lockCompile(wasm)
-	compiled, err := e.rt.CompileModule(ctx, wasm)
-	unlock()
+	var compiled wazero.CompiledModule
+	var err error
+	if e.checked {
+		compiled, err = e.compileBounded(ctx, name, wasm)
+	} else {
+		compiled, err = e.compileLocked(ctx, name, wasm)
+	}
 	if err != nil {
-		return nil, &Error{Plugin: name, Kind: ErrNotWasm, Detail: "compile", Err: err}
+		return nil, err
 	}
 	m := &engineModule{e: e, name: name, compiled: compiled, sink: sink,
 		info: ModuleInfo{SizeBytes: len(wasm), CompileTime: time.Since(start)}}
@@ -178,6 +224,58 @@ func (e *engine) compile(ctx context.Context, name string, wasm []byte, sink *lo
 		return nil, err
 	}
 	return m, nil
+}
+
+// compileLocked compiles wasm under its compile lock.
+func (e *engine) compileLocked(ctx context.Context, name string, wasm []byte) (wazero.CompiledModule, error) {
+	unlock := e.lockCompile(wasm)
+	defer unlock()
+	compiled, err := e.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, &Error{Plugin: name, Kind: ErrNotWasm, Detail: "compile", Err: err}
+	}
+	return compiled, nil
+}
+
+// compileBounded compiles wasm in the background and waits for it until the
+// compile timeout or the end of ctx. wazero's compiler checks no context
+// and a goroutine cannot be killed, so one that is given up on runs to its
+// end and then frees what it compiled; only a worker's compilation can be
+// cut short (IsolationProcess).
+func (e *engine) compileBounded(ctx context.Context, name string, wasm []byte) (wazero.CompiledModule, error) {
+	type result struct {
+		compiled wazero.CompiledModule
+		err      error
+	}
+	if !e.compileStarted() {
+		return nil, &Error{Plugin: name, Kind: ErrClosed}
+	}
+	done := make(chan result)
+	abandoned := make(chan struct{})
+	go func() {
+		defer e.compileEnded()
+		compiled, err := e.compileLocked(context.WithoutCancel(ctx), name, wasm)
+		select {
+		case done <- result{compiled, err}:
+		case <-abandoned:
+			if err == nil {
+				compiled.Close(context.Background())
+			}
+		}
+	}()
+	timer := time.NewTimer(e.limits.compileTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.compiled, r.err
+	case <-timer.C:
+		close(abandoned)
+		return nil, &Error{Plugin: name, Kind: ErrTimeout,
+			Detail: fmt.Sprintf("compile: not done after %s, the compile timeout; it runs on in the background", e.limits.compileTimeout)}
+	case <-ctx.Done():
+		close(abandoned)
+		return nil, deadlineError(name, e.limits.compileTimeout, ctx.Err())
+	}
 }
 
 func (m *engineModule) close(ctx context.Context) error { return m.compiled.Close(ctx) }

@@ -129,6 +129,72 @@ func TestLoad_RejectsBrokenModulesWithTypedErrors(t *testing.T) {
 	})
 }
 
+// TestLoad_CompileIsBoundedByTheCompileTimeout loads compile-bomb.wasm,
+// whose compilation takes seconds, under a compile timeout of a fraction of
+// that: the load fails as a timeout naming the compile and its limit, at the
+// limit, and the host loads and runs another plugin afterwards. In process
+// the compilation runs on in the background (Limits.WithCompileTimeout); in
+// a worker it dies with the worker.
+func TestLoad_CompileIsBoundedByTheCompileTimeout(t *testing.T) {
+	forEachIsolation(t, func(t *testing.T, iso Isolation) {
+		const timeout = 500 * time.Millisecond
+		lim := DefaultLimits().WithCompileTimeout(timeout)
+		// A cache of its own: a module that compiled once would load from
+		// a shared one in milliseconds.
+		h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithLimits(lim).WithCompilationCacheDir(t.TempDir()))
+		start := time.Now()
+		_, err := h.LoadFile(context.Background(), testutil.Artefact(t, "testdata/hostile/compile-bomb.wasm"))
+		took := time.Since(start)
+		if !errors.Is(err, ErrTimeout) {
+			t.Fatalf("err = %v after %s, want a timeout", err, took)
+		}
+		for _, want := range []string{"compile-bomb.wasm", "compile: ", "500ms", "the compile timeout"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %q, want it to name %q", err, want)
+			}
+		}
+		if took > timeout+2*time.Second {
+			t.Errorf("the load took %s, far past the %s compile timeout", took, timeout)
+		}
+		if iso == IsolationProcess {
+			if n := liveWorkers(h); n != 0 {
+				t.Errorf("%d workers alive after the compile timeout, want the compiling one killed", n)
+			}
+		}
+		other := loadArtefact(t, h, "testdata/hostile/error-response.wasm")
+		if _, err := other.Assign(context.Background(), "hostile-error-response", smallRequest()); !errors.Is(err, ErrAssignorFailed) {
+			t.Fatalf("another plugin after the compile bomb: err = %v, want its error response", err)
+		}
+		if iso == IsolationInProcess {
+			// The host closes while the compilation it gave up on still
+			// runs; when it ends, it must find its compiler still there.
+			h.Close(context.Background())
+			deadline := time.Now().Add(60 * time.Second)
+			for running(h.eng) > 0 && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if n := running(h.eng); n > 0 {
+				t.Fatalf("%d compilations still running a minute after the host closed", n)
+			}
+		}
+	})
+}
+
+// running counts an engine's compilations under way.
+func running(e *engine) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.running
+}
+
+// liveWorkers counts the worker processes of a process-mode host that have
+// not been reaped.
+func liveWorkers(h *Host) int {
+	h.procs.mu.Lock()
+	defer h.procs.mu.Unlock()
+	return len(h.procs.live)
+}
+
 func TestAssign_HostileModulesGetTypedErrorsAndHostKeepsServing(t *testing.T) {
 	forEachIsolation(t, func(t *testing.T, iso Isolation) {
 		tests := []struct {

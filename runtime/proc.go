@@ -481,9 +481,11 @@ func (r *procRunner) protocolError(err error) *Error {
 	return &Error{Plugin: r.name, Kind: ErrTrap, Detail: "plugin worker protocol error", Err: err}
 }
 
-// spawnLoaded starts a worker and loads the module into it. Compiling has
-// no deadline (it is the host's code, and finite); the start-up code of the
-// guest and its description get the call timeout, as in-process.
+// spawnLoaded starts a worker and loads the module into it. Compiling runs
+// under the compile timeout, from LOAD to COMPILED: wazero's compiler is
+// finite, but a module can make it run for minutes, and only killing the
+// worker stops it. The start-up code of the guest and its description get
+// the call timeout, as in-process.
 func (r *procRunner) spawnLoaded(ctx context.Context) (*workerProc, wire.Loaded, error) {
 	lim := r.ph.cfg.limits
 	size := shm.AlignUp(int64(max(len(r.wasm), 1)))
@@ -514,26 +516,28 @@ func (r *procRunner) spawnLoaded(ctx context.Context) (*workerProc, wire.Loaded,
 		RegionReserve:   uint64(r.reserve),
 		SkipIdle:        r.ph.cfg.skipIdle,
 	}
+	ph := phaseCompile
 	if err := w.send(wire.TypeLoad, load.Encode()); err != nil {
-		return nil, wire.Loaded{}, r.fail(ctx, w, err)
+		return nil, wire.Loaded{}, r.fail(ctx, w, ph, err)
 	}
 	cs := &callState{sink: r.sink}
 	defer cs.finish()
-	stop := w.watch(ctx, time.Time{})
+	stop := w.watch(ctx, time.Now().Add(lim.compileTimeout))
 	defer stop()
 	for {
 		t, body, err := w.recv()
 		if err != nil {
-			return nil, wire.Loaded{}, r.fail(ctx, w, err)
+			return nil, wire.Loaded{}, r.fail(ctx, w, ph, err)
 		}
 		switch t {
 		case wire.TypeLog:
 			if err := noteLog(cs, body); err != nil {
-				return nil, wire.Loaded{}, r.fail(ctx, w, err)
+				return nil, wire.Loaded{}, r.fail(ctx, w, ph, err)
 			}
 		case wire.TypeCompiled:
 			// A stale cancellation cannot be lost here: the session of
 			// watch is still current, and ctx is checked again.
+			ph = phaseLoad
 			w.fromW.SetReadDeadline(time.Now().Add(lim.timeout))
 			if ctx.Err() != nil {
 				w.fromW.SetReadDeadline(time.Unix(1, 0))
@@ -541,19 +545,19 @@ func (r *procRunner) spawnLoaded(ctx context.Context) (*workerProc, wire.Loaded,
 		case wire.TypeLoaded:
 			loaded, err := wire.DecodeLoaded(body)
 			if err != nil {
-				return nil, wire.Loaded{}, r.fail(ctx, w, err)
+				return nil, wire.Loaded{}, r.fail(ctx, w, ph, err)
 			}
 			w.region.PunchHole(0, size) // the module's bytes are not needed again
 			return w, loaded, nil
 		case wire.TypeFailed:
 			f, err := wire.DecodeFailure(body)
 			if err != nil {
-				return nil, wire.Loaded{}, r.fail(ctx, w, err)
+				return nil, wire.Loaded{}, r.fail(ctx, w, ph, err)
 			}
 			w.close()
 			return nil, wire.Loaded{}, errorOf(r.name, f)
 		default:
-			return nil, wire.Loaded{}, r.fail(ctx, w, fmt.Errorf("unexpected frame type %d while loading", t))
+			return nil, wire.Loaded{}, r.fail(ctx, w, ph, fmt.Errorf("unexpected frame type %d while loading", t))
 		}
 	}
 }
@@ -569,17 +573,32 @@ func noteLog(cs *callState, body []byte) error {
 	return nil
 }
 
-// fail ends a worker whose exchange broke and says why: the deadline or
-// ctx, a death, or output that breaks the protocol.
-func (r *procRunner) fail(ctx context.Context, w *workerProc, err error) error {
+// phase is what a worker was doing when an exchange with it broke, as its
+// error names it.
+type phase string
+
+const (
+	phaseCompile phase = "compile" // from LOAD to COMPILED
+	phaseLoad    phase = "load"    // instantiating and describing the module
+	phaseCall    phase = "call"
+	phaseIdle    phase = "idle call"
+)
+
+// fail ends a worker whose exchange broke in phase ph and says why: the
+// deadline or ctx, a death, or output that breaks the protocol.
+func (r *procRunner) fail(ctx context.Context, w *workerProc, ph phase, err error) error {
+	lim := r.ph.cfg.limits
 	var e *Error
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		w.kill()
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			e = r.deadlineError(ctx)
-		} else {
-			e = &Error{Plugin: r.name, Kind: ErrTimeout, Detail: fmt.Sprintf("stopped after %s", r.ph.cfg.limits.timeout)}
+		case ph == phaseCompile:
+			e = &Error{Plugin: r.name, Kind: ErrTimeout, Detail: fmt.Sprintf("compile: stopped after %s, the compile timeout", lim.compileTimeout)}
+		default:
+			e = &Error{Plugin: r.name, Kind: ErrTimeout, Detail: fmt.Sprintf("stopped after %s", lim.timeout)}
 		}
 	case r.ph.bg.isClosing():
 		w.kill()
@@ -804,7 +823,7 @@ func (r *procRunner) awaitIdle(ctx context.Context, w *workerProc, cs *callState
 				// goes, and that is nobody's failure.
 				err = os.ErrClosed
 			}
-			return false, r.fail(ctx, w, err)
+			return false, r.fail(ctx, w, phaseIdle, err)
 		}
 		cs.dropped += int(min(done.Dropped, 1<<30))
 		if done.Failure.Kind != wire.KindOK {
@@ -823,13 +842,13 @@ func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request
 	if len(enc) > 0 && (len(buf) == 0 || &enc[0] != &buf[0]) {
 		// The encoding outgrew the region and went to the heap.
 		if err := w.region.Grow(shm.AlignUp(int64(len(enc))) + maxOut); err != nil {
-			return nil, 0, workerGone, r.fail(ctx, w, err)
+			return nil, 0, workerGone, r.fail(ctx, w, phaseCall, err)
 		}
 		copy(w.region.Bytes(), enc)
 	}
 	respOff := shm.AlignUp(int64(len(enc)))
 	if err := w.region.Grow(respOff + maxOut); err != nil {
-		return nil, 0, workerGone, r.fail(ctx, w, err)
+		return nil, 0, workerGone, r.fail(ctx, w, phaseCall, err)
 	}
 	cs := &callState{sink: r.sink}
 	defer cs.finish()
@@ -841,7 +860,7 @@ func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request
 		if isPipeError(err) && !r.ph.bg.isClosing() {
 			after = workerGoneBefore
 		}
-		return nil, 0, after, r.fail(ctx, w, err)
+		return nil, 0, after, r.fail(ctx, w, phaseCall, err)
 	}
 	var res wire.Result
 	for {
@@ -859,7 +878,7 @@ func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request
 			res, err = wire.DecodeResult(body)
 		}
 		if err != nil {
-			return nil, 0, workerGone, r.fail(ctx, w, err)
+			return nil, 0, workerGone, r.fail(ctx, w, phaseCall, err)
 		}
 		break
 	}
@@ -874,7 +893,7 @@ func (r *procRunner) assign(ctx context.Context, w *workerProc, req *abi.Request
 	}
 	end := uint64(respOff) + res.ResponseLen
 	if res.ResponseLen == 0 || res.ResponseLen > uint64(maxOut) || end > uint64(w.region.Size()) {
-		return nil, 0, workerGone, r.fail(ctx, w, fmt.Errorf("response of %d bytes at %d, region %d, cap %d", res.ResponseLen, respOff, w.region.Size(), maxOut))
+		return nil, 0, workerGone, r.fail(ctx, w, phaseCall, fmt.Errorf("response of %d bytes at %d, region %d, cap %d", res.ResponseLen, respOff, w.region.Size(), maxOut))
 	}
 	resp, err = decodeOutput(r.name, w.region.Bytes()[respOff:end])
 	if end > punchHoleAbove {
