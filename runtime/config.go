@@ -64,6 +64,12 @@ func (l Limits) WithCompileTimeout(d time.Duration) Limits { l.compileTimeout = 
 
 // WithMemoryLimitMB caps each instance's linear memory; memory.grow beyond it
 // fails. It is rounded down to whole 64 KiB pages. Defaults to 512.
+//
+// With IsolationProcess it also bounds each worker process as a whole, at
+// the limit and 256 MiB more for its runtime, the compiler and the guest's
+// tables: a module whose compilation takes more, or a guest that grows its
+// tables past it, fails with ErrOutOfMemory. In process only linear memory
+// is bounded (see IsolationInProcess).
 func (l Limits) WithMemoryLimitMB(mb uint32) Limits { l.memoryLimitMB = mb; return l }
 
 // WithMaxModuleBytes rejects larger modules before compiling them. Defaults
@@ -136,8 +142,11 @@ const (
 	//
 	// Nothing in a process can stop wazero's compiler, so a load past the
 	// compile timeout returns ErrTimeout while the compilation runs on in
-	// the background to its end, holding a core and its memory. Only
-	// IsolationProcess bounds compiling for certain.
+	// the background to its end, holding a core and its memory. Nor can a
+	// process bound its own memory without bounding the host: in process
+	// the memory limit holds linear memory only, and neither the
+	// compiler's memory nor a guest's tables (table.grow) are bounded. Only
+	// IsolationProcess bounds those; run only trusted modules in process.
 	IsolationInProcess
 )
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -226,15 +227,41 @@ func (e *engine) compile(ctx context.Context, name string, wasm []byte, sink *lo
 	return m, nil
 }
 
-// compileLocked compiles wasm under its compile lock.
-func (e *engine) compileLocked(ctx context.Context, name string, wasm []byte) (wazero.CompiledModule, error) {
+// compileLocked compiles wasm under its compile lock. wazero v1.12 panics
+// when the mapping for the machine code is refused, as it is at a worker's
+// memory limit: that is the module's doing, an out of memory like any
+// other, so it is recovered as one.
+func (e *engine) compileLocked(ctx context.Context, name string, wasm []byte) (compiled wazero.CompiledModule, err error) {
 	unlock := e.lockCompile(wasm)
 	defer unlock()
-	compiled, err := e.rt.CompileModule(ctx, wasm)
-	if err != nil {
-		return nil, &Error{Plugin: name, Kind: ErrNotWasm, Detail: "compile", Err: err}
+	defer func() {
+		if v := recover(); v != nil {
+			perr, ok := v.(error)
+			if !ok || !errors.Is(perr, syscall.ENOMEM) {
+				panic(v)
+			}
+			compiled, err = nil, perr
+		}
+		if err != nil {
+			err = e.compileError(name, err)
+		}
+	}()
+	return e.rt.CompileModule(ctx, wasm)
+}
+
+// compileError is the load error of a compilation that failed: the module
+// is not wasm wazero can compile, or compiling it took more memory than
+// the process may have.
+func (e *engine) compileError(name string, err error) *Error {
+	// wazero's cache reports a refused mapping as text only.
+	if !errors.Is(err, syscall.ENOMEM) && !strings.Contains(err.Error(), syscall.ENOMEM.Error()) {
+		return &Error{Plugin: name, Kind: ErrNotWasm, Detail: "compile", Err: err}
 	}
-	return compiled, nil
+	detail := "compile: memory for the machine code refused"
+	if !e.checked { // in a worker, under its limit
+		detail += fmt.Sprintf(" at the plugin worker's memory limit of %d MiB", e.limits.workerMemoryBytes()>>20)
+	}
+	return &Error{Plugin: name, Kind: ErrOutOfMemory, Detail: detail, Err: err}
 }
 
 // compileBounded compiles wasm in the background and waits for it until the

@@ -17,5 +17,8 @@ func workerSysProcAttr() *syscall.SysProcAttr { return nil }
 // processIsolationSupported says whether this platform can run workers.
 const processIsolationSupported = false
 
+// limitWorkerMemory has nothing to do where no worker runs.
+func limitWorkerMemory(uint64) error { return nil }
+
 // defaultWorkerCommand is this program.
 func defaultWorkerCommand() (string, error) { return os.Executable() }

@@ -60,6 +60,19 @@ func (m *limitedMemory) Free() { m.mem.Free() }
 // memoryLimitBytes is the limit on one instance's linear memory.
 func (l Limits) memoryLimitBytes() uint64 { return uint64(l.memoryPages()) * 65536 }
 
+// workerOverheadBytes is what a worker may have beside its guest's linear
+// memory: its Go runtime and wazero (about 120 MiB of private writable
+// mappings, measured on Linux/amd64 with Go 1.26), the compiler's working
+// memory (about 50 MiB more for a Go guest of 3 MiB), the compiled code,
+// and the guest's tables, globals and stacks. Compiling comes before the
+// linear memory is mapped, so a compilation may also use the guest's
+// share.
+const workerOverheadBytes = 256 << 20
+
+// workerMemoryBytes bounds a worker process's private writable memory: the
+// guest's linear memory at its limit, and the overhead.
+func (l Limits) workerMemoryBytes() uint64 { return l.memoryLimitBytes() + workerOverheadBytes }
+
 // checkMemory rejects a module whose memory starts above the limit, as
 // wazero did at compile time when it held the limit: the allocator could
 // only refuse the memory's first allocation, which wazero does not survive.

@@ -291,7 +291,7 @@ func (w *workerProc) readOutput(r *os.File, sink *logSink) {
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	for sc.Scan() {
 		line := cutLine(sc.Text())
-		w.tail.add(line)
+		w.tail.add(line, isOutOfMemory(sc.Text()))
 		if sink.take() {
 			sink.logger.Error("plugin worker: "+line, "pid", w.pid)
 		}
@@ -388,20 +388,41 @@ func (w *workerProc) close() {
 	w.ph.mu.Unlock()
 }
 
-// lineTail keeps the last few lines a worker wrote.
+// lineTail keeps the last few lines a worker wrote, and whether one of them
+// said the worker ran out of memory: the stack traces that follow would push
+// that line out of the tail.
 type lineTail struct {
 	mu    sync.Mutex
 	lines []string
+	oom   bool
 }
 
-func (t *lineTail) add(line string) {
+// isOutOfMemory says whether a line of a worker's own output is the Go
+// runtime's last word when the kernel refused it memory: at the worker's
+// memory limit (limitWorkerMemory), that is the end of a guest that grows
+// a table without bound, or of a module whose compilation takes too much.
+// Guest output never reaches the worker's stderr (it crosses as LOG
+// frames), so a guest cannot fake this line.
+func isOutOfMemory(line string) bool {
+	return strings.HasPrefix(line, "fatal error: ") && strings.Contains(line, "out of memory")
+}
+
+func (t *lineTail) add(line string, oom bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.oom = t.oom || oom
 	if len(t.lines) == stderrTailLines {
 		copy(t.lines, t.lines[1:])
 		t.lines = t.lines[:stderrTailLines-1]
 	}
 	t.lines = append(t.lines, line)
+}
+
+// outOfMemory says whether the worker said it ran out of memory.
+func (t *lineTail) outOfMemory() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.oom
 }
 
 func (t *lineTail) String() string {
@@ -585,7 +606,8 @@ const (
 )
 
 // fail ends a worker whose exchange broke in phase ph and says why: the
-// deadline or ctx, a death, or output that breaks the protocol.
+// deadline or ctx, a death (out of memory, when the worker's memory limit
+// killed it), or output that breaks the protocol.
 func (r *procRunner) fail(ctx context.Context, w *workerProc, ph phase, err error) error {
 	lim := r.ph.cfg.limits
 	var e *Error
@@ -604,7 +626,13 @@ func (r *procRunner) fail(ctx context.Context, w *workerProc, ph phase, err erro
 		w.kill()
 		e = &Error{Plugin: r.name, Kind: ErrClosed}
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrClosed) || isPipeError(err):
-		e = &Error{Plugin: r.name, Kind: ErrTrap, Detail: "plugin worker exited: " + w.death(err)}
+		death := w.death(err)
+		if w.tail.outOfMemory() {
+			e = &Error{Plugin: r.name, Kind: ErrOutOfMemory, Detail: fmt.Sprintf("%s: the plugin worker reached its memory limit of %d MiB (%d MiB for the guest's memory, %d MiB for the worker's runtime, compiler and tables)",
+				ph, lim.workerMemoryBytes()>>20, lim.memoryLimitBytes()>>20, workerOverheadBytes>>20)}
+			break
+		}
+		e = &Error{Plugin: r.name, Kind: ErrTrap, Detail: "plugin worker exited: " + death}
 	default:
 		w.kill()
 		e = r.protocolError(err)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -166,6 +167,18 @@ func (w *worker) load(ctx context.Context, m wire.Load) error {
 		f := failureOf(err)
 		return w.send(wire.TypeFailed, f.Encode())
 	}
+	// The memory limit holds the whole process from here on, compiling
+	// included: a module can make the compiler take gigabytes, and a guest
+	// can grow its tables without bound, and neither is linear memory,
+	// which alone the allocator holds (memlimit.go).
+	limit := lim.workerMemoryBytes()
+	if err := limitWorkerMemory(limit); err != nil {
+		return fail(&Error{Plugin: m.Name, Kind: ErrTrap,
+			Detail: fmt.Sprintf("load: setting the plugin worker's memory limit of %d MiB", limit>>20), Err: err})
+	}
+	// The collector works hard as the heap nears the limit, so that
+	// garbage it has not yet freed costs no compilation its module.
+	debug.SetMemoryLimit(int64(limit))
 	eng, err := newEngine(ctx, lim, m.CacheDir, false)
 	if err != nil {
 		return fail(err)

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -176,6 +177,103 @@ func TestWorker_DiedMidCallIsTrapAndPoolRecovers(t *testing.T) {
 	if !waitFor(func() bool { got := idlePids(t, p); return len(got) == 1 && got[0] != pid }) {
 		t.Fatal("no fresh spare after the worker died")
 	}
+}
+
+// Under a memory limit of 16 MiB a worker may have 272 MiB: 16 for the
+// guest's linear memory, 256 for its runtime, compiler and tables.
+const (
+	smallMemoryLimitMB = 16
+	smallWorkerLimit   = "272 MiB"
+)
+
+// TestWorker_MemoryLimitHoldsTheWholeProcess checks that a worker runs under
+// a limit on its private writable memory (RLIMIT_DATA) of the guest's
+// memory limit and the worker's overhead.
+func TestWorker_MemoryLimitHoldsTheWholeProcess(t *testing.T) {
+	h, _ := newTestHost(t, processConfig().WithPoolSize(1).WithLimits(DefaultLimits().WithMemoryLimitMB(smallMemoryLimitMB)))
+	p := loadArtefact(t, h, cGuest)
+	pid := idlePids(t, p)[0]
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.FormatUint(uint64(smallMemoryLimitMB+256)<<20, 10)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "Max data size") {
+			if f := strings.Fields(line); len(f) < 5 || f[3] != want || f[4] != want {
+				t.Fatalf("worker %d: %q, want soft and hard limits of %s bytes", pid, line, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("worker %d has no data size limit:\n%s", pid, b)
+}
+
+// TestWorker_CompileOverTheMemoryLimitIsOutOfMemory loads compile-bomb.wasm,
+// whose compilation takes some 700 MiB, into a worker that may have 272: the
+// load fails as out of memory naming the compile and the limit, no worker is
+// left, and a Go guest, cold, compiles under the same limit.
+func TestWorker_CompileOverTheMemoryLimitIsOutOfMemory(t *testing.T) {
+	lim := DefaultLimits().WithMemoryLimitMB(smallMemoryLimitMB)
+	h, _ := newTestHost(t, processConfig().WithLimits(lim).WithCompilationCacheDir(t.TempDir()))
+	_, err := h.LoadFile(context.Background(), testutil.Artefact(t, "testdata/hostile/compile-bomb.wasm"))
+	if !errors.Is(err, ErrOutOfMemory) {
+		t.Fatalf("err = %v, want out of memory", err)
+	}
+	for _, want := range []string{"compile-bomb.wasm", "compile: ", smallWorkerLimit} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %q, want it to name %q", err, want)
+		}
+	}
+	if n := liveWorkers(h); n != 0 {
+		t.Errorf("%d workers alive after the compile ran out of memory", n)
+	}
+	loadArtefact(t, h, testGuest)
+}
+
+// TestWorker_TableGrowthIsHeldByTheMemoryLimit runs table-bomb.wasm, which
+// grows a table without bound, under a memory limit of 16 MiB: each call
+// fails as out of memory naming the call and the limit, the worker's death
+// takes the table, the host's own memory does not grow with it, and another
+// plugin still answers.
+func TestWorker_TableGrowthIsHeldByTheMemoryLimit(t *testing.T) {
+	lim := DefaultLimits().WithMemoryLimitMB(smallMemoryLimitMB).WithTimeout(10 * time.Second)
+	h, _ := newTestHost(t, processConfig().WithPoolSize(1).WithLimits(lim))
+	good := loadArtefact(t, h, cGuest)
+	p := loadArtefact(t, h, "testdata/hostile/table-bomb.wasm")
+	before := residentBytes(t)
+	for round := range 2 {
+		_, err := p.Assign(context.Background(), "hostile-table-bomb", smallRequest())
+		if !errors.Is(err, ErrOutOfMemory) {
+			t.Fatalf("round %d: err = %v, want out of memory", round, err)
+		}
+		for _, want := range []string{"table-bomb.wasm", "call: ", smallWorkerLimit} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("round %d: err = %q, want it to name %q", round, err, want)
+			}
+		}
+	}
+	if grown := residentBytes(t) - before; grown > 64<<20 {
+		t.Errorf("the host's resident memory grew by %d MiB while the guest grew its table", grown>>20)
+	}
+	if _, err := good.Assign(context.Background(), "c-roundrobin", smallRequest()); err != nil {
+		t.Fatalf("another plugin after the table bomb: %v", err)
+	}
+}
+
+// residentBytes is this process's resident memory.
+func residentBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages * int64(os.Getpagesize())
 }
 
 func TestWorker_GuestLogsReachTheParentLogger(t *testing.T) {
