@@ -159,7 +159,13 @@ type Plugins struct {
 	// metadata wait and every assignor of the fallback chain included;
 	// past it the coordinator hands out the range assignment itself.
 	AssignmentTimeout time.Duration
-	// MemoryLimitMB bounds one plugin instance's linear memory.
+	// CompileTimeout bounds compiling one plugin module, at start-up, on
+	// hot reload and whenever a worker loads it again; a module past it
+	// is rejected and the rest of the start-up or reload goes on.
+	CompileTimeout time.Duration
+	// MemoryLimitMB bounds one plugin instance's linear memory, and each
+	// worker process at it and 256 MiB more for its runtime, the compiler
+	// and the guest's tables.
 	MemoryLimitMB int
 }
 
@@ -335,6 +341,7 @@ type file struct {
 		Dir               string  `toml:"dir"`
 		Timeout           *string `toml:"timeout"`
 		AssignmentTimeout *string `toml:"assignment_timeout"`
+		CompileTimeout    *string `toml:"compile_timeout"`
 		MemoryLimitMB     *int    `toml:"memory_limit_mb"`
 	} `toml:"plugins"`
 	Log struct {
@@ -553,6 +560,15 @@ func (c *Config) plugins(f *file, dir string) error {
 	}
 	if p.AssignmentTimeout < p.Timeout {
 		return c.errorf("plugins.assignment_timeout", "%v is shorter than plugins.timeout (%v): no assignor could finish", p.AssignmentTimeout, p.Timeout)
+	}
+	// The runtime's default: a Go guest compiles in one to two seconds,
+	// and a module built to keep the compiler busy for minutes is cut off
+	// well before an operator gives up on the start-up.
+	if p.CompileTimeout, err = c.duration("plugins.compile_timeout", f.Plugins.CompileTimeout, 20*time.Second); err != nil {
+		return err
+	}
+	if p.CompileTimeout <= 0 {
+		return c.errorf("plugins.compile_timeout", "must be positive")
 	}
 	p.MemoryLimitMB = 512
 	if f.Plugins.MemoryLimitMB != nil {

@@ -41,6 +41,7 @@ topics = ["demo:6"]
 [plugins]
 dir = "plugins.d"
 timeout = "2s"
+compile_timeout = "20s"
 memory_limit_mb = 512
 
 [[groups]]
@@ -98,7 +99,7 @@ func TestParse_DocumentedExample(t *testing.T) {
 
 func TestDefault_ManagesEveryGroupOnTheEmbeddedCluster(t *testing.T) {
 	c := Default()
-	if !c.Upstream.IsEmbedded() || c.Plugins.Dir != "" || c.Plugins.Timeout != 2*time.Second || c.Plugins.MemoryLimitMB != 512 {
+	if !c.Upstream.IsEmbedded() || c.Plugins.Dir != "" || c.Plugins.Timeout != 2*time.Second || c.Plugins.CompileTimeout != 20*time.Second || c.Plugins.MemoryLimitMB != 512 {
 		t.Errorf("defaults %+v", c)
 	}
 	if _, ok := c.GroupFor("any-group"); !ok {
@@ -121,6 +122,8 @@ func TestParse_BadInputNamesFileAndKey(t *testing.T) {
 		{"assignment timeout under the plugin timeout", "[plugins]\ntimeout = \"5s\"\nassignment_timeout = \"3s\"", "plugins.assignment_timeout", "shorter than plugins.timeout"},
 		{"offsets retention too short", "[upstream]\noffsets_retention = \"30s\"", "upstream.offsets_retention", "minimum"},
 		{"memory too big", "[plugins]\nmemory_limit_mb = 8192", "plugins.memory_limit_mb", "out of range"},
+		{"bad compile timeout", "[plugins]\ncompile_timeout = \"soon\"", "plugins.compile_timeout", "duration"},
+		{"zero compile timeout", "[plugins]\ncompile_timeout = \"0s\"", "plugins.compile_timeout", "positive"},
 		{"tls cert alone", "[server]\ntls_cert = \"c.pem\"", "server.tls_cert", "together"},
 		{"negative metadata wait", "[upstream]\nmetadata_wait = \"-1s\"", "upstream.metadata_wait", "negative"},
 		{"bad sasl", "[upstream]\nsasl_mechanism = \"GSSAPI\"", "upstream.sasl_mechanism", "GSSAPI"},

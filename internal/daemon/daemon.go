@@ -143,6 +143,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 
 	lim := wasmruntime.DefaultLimits().
 		WithTimeout(cfg.Plugins.Timeout).
+		WithCompileTimeout(cfg.Plugins.CompileTimeout).
 		WithMemoryLimitMB(uint32(cfg.Plugins.MemoryLimitMB))
 	if d.host, err = wasmruntime.NewHost(ctx, wasmruntime.NewConfig().WithLimits(lim).WithLogger(log).WithCompilationCacheDir(cacheDir)); err != nil {
 		return d, fmt.Errorf("plugin host: %w", err)
