@@ -115,9 +115,14 @@ func New(opt Options) *Manager {
 }
 
 // LoadAll loads every complete plugin file in the directory, at start-up.
-// Unlike a reload, a broken file is an error here: there is no previous
-// version to keep, and the operator is watching the start. Files still being
-// written are left to the watcher.
+// A file that fails to load or to pass the smoke test is treated as on a
+// reload: logged, counted and reported as failed in Files, serving nothing
+// until a version of it loads, while the other files load and the start-up
+// goes on. One module that the host rejects (a compilation past its time or
+// memory, say) must not keep the daemon from becoming ready; a group
+// configured to use its assignors still fails the start, on the daemon's
+// check of the configuration. Only an unreadable directory is an error.
+// Files still being written are left to the watcher.
 func (m *Manager) LoadAll(ctx context.Context) error {
 	entries, err := os.ReadDir(m.opt.Dir)
 	if err != nil {
@@ -130,14 +135,15 @@ func (m *Manager) LoadAll(ctx context.Context) error {
 		path := filepath.Join(m.opt.Dir, e.Name())
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return fmt.Errorf("plugin %s: %w", path, err)
+			m.fail(path, "", fmt.Errorf("plugin %s: %w", path, err))
+			continue
 		}
 		if plugindir.Whole(data) != nil {
 			m.log.Info("plugin file still being written; loading it when complete", "file", path)
 			continue
 		}
 		if err := m.install(ctx, path, data, digest(data), false); err != nil {
-			return err
+			m.fail(path, digest(data), err)
 		}
 	}
 	return nil

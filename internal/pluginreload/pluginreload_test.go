@@ -218,6 +218,65 @@ func TestManager_BrokenVersionIsCountedAndTheOldKeepsServing(t *testing.T) {
 	}
 }
 
+// TestManager_StartUpGoesOnWithoutFilesThatFailToLoad starts a manager on
+// a directory holding a good plugin, a module whose compilation outlasts
+// the compile timeout, and a module that is not wasm: LoadAll loads the
+// good one within a few compile timeouts, records and counts the two others
+// as failed, naming why, and returns no error, so the daemon becomes ready.
+func TestManager_StartUpGoesOnWithoutFilesThatFailToLoad(t *testing.T) {
+	ctx := context.Background()
+	const compileTimeout = 500 * time.Millisecond
+	h, err := wasmruntime.NewHost(ctx, wasmruntime.NewConfig().
+		WithLimits(wasmruntime.DefaultLimits().WithCompileTimeout(compileTimeout)).
+		WithCompilationCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	dir := t.TempDir()
+	files := map[string][]byte{
+		"bomb.wasm":     testutil.ReadArtefact(t, "testdata/hostile/compile-bomb.wasm"),
+		"rr.wasm":       version(t, "1"),
+		"not-wasm.wasm": []byte("this is not a wasm module at all"),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := &recorder{}
+	reg := wasmruntime.NewRegistry(h)
+	m := New(Options{Dir: dir, Host: h, Registry: reg, Metrics: rec})
+	start := time.Now()
+	if err := m.LoadAll(ctx); err != nil {
+		t.Fatalf("LoadAll: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("LoadAll took %s with a compile timeout of %s", took, compileTimeout)
+	}
+	if a, ok := reg.Lookup("c-roundrobin"); !ok {
+		t.Fatal("the good plugin does not serve")
+	} else if _, err := a.Assign(ctx, smokeRequest()); err != nil {
+		t.Fatalf("the good plugin fails: %v", err)
+	}
+	status := map[string]File{}
+	for _, f := range m.Files() {
+		status[filepath.Base(f.Path)] = f
+	}
+	for name, want := range map[string]string{"bomb.wasm": "the compile timeout", "not-wasm.wasm": "magic"} {
+		f := status[name]
+		if f.Status != StatusFailed || f.Serving != nil || !strings.Contains(f.LastError, want) || f.SHA256 != sum(files[name]) {
+			t.Errorf("%s: %+v; want failed, serving nothing, naming %q", name, f, want)
+		}
+	}
+	if f := status["rr.wasm"]; f.Status != StatusOK {
+		t.Errorf("rr.wasm: %+v; want ok", f)
+	}
+	if ok, failed := rec.counts(); ok != 0 || failed != 2 {
+		t.Errorf("counted %d ok, %d failed; want the two failures", ok, failed)
+	}
+}
+
 func TestManager_RemovedFileStaysOnlyWhileAGroupUsesIt(t *testing.T) {
 	for _, used := range []bool{false, true} {
 		t.Run(map[bool]string{false: "unused", true: "used"}[used], func(t *testing.T) {
