@@ -4,14 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 )
@@ -24,25 +21,11 @@ import (
 func TestAssignmentTimeout_AHangingPluginCostsTheBoundNotTheChain(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 60*time.Second)
-	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	dir := t.TempDir()
-	plugins := filepath.Join(dir, "plugins")
-	if err := os.MkdirAll(plugins, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	slow, err := os.ReadFile(testutil.Artefact(t, "testdata/hostile/slow.wasm")) // assignor hostile-slow
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(plugins, "slow.wasm"), slow, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	brokers, dir, plugins := clusterWithPlugins(t, map[string][]byte{
+		"slow.wasm": testutil.ReadArtefact(t, "testdata/hostile/slow.wasm"), // assignor hostile-slow
+	})
 	cfg := testutil.GatewayConfig{
-		Brokers: cluster.ListenAddrs(),
+		Brokers: brokers,
 		Groups:  []testutil.GroupRule{{Match: "*", Assignor: "hostile-slow"}},
 		Extra:   fmt.Sprintf("[plugins]\ndir = %q\ntimeout = \"1s\"\nassignment_timeout = \"1s\"\n", plugins),
 	}.String()

@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 )
 
 // suite is what TestMain prepares for every test: the wasmassign
@@ -78,6 +81,30 @@ type daemon struct {
 	log      *syncBuffer
 	exited   chan struct{}
 	exitErr  error
+}
+
+// clusterWithPlugins starts a kfake cluster of one broker with a topic
+// "events" of 4 partitions, which the test's cleanup closes, and writes
+// files into dir/plugins, a plugin directory. It returns the brokers, a
+// fresh dir for the daemon, and the plugin directory.
+func clusterWithPlugins(t *testing.T, files map[string][]byte) (brokers []string, dir, plugins string) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	dir = t.TempDir()
+	plugins = filepath.Join(dir, "plugins")
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(plugins, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cluster.ListenAddrs(), dir, plugins
 }
 
 // startDaemon writes configText to a file in dir and runs the binary on
