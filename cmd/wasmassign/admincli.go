@@ -10,12 +10,14 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/wasmassign/wasmassign/internal/admin"
 	"github.com/wasmassign/wasmassign/internal/scenario"
+	"github.com/wasmassign/wasmassign/internal/termtext"
 )
 
 // adminFlags are the flags of the commands that read a running daemon's
@@ -77,7 +79,7 @@ func groupsCmd(ctx context.Context, e *env, args []string) error {
 		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "GROUP\tSTATE\tGENERATION\tMEMBERS\tASSIGNOR")
 		for _, g := range groups {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", g.Group, g.State, g.Generation, g.Members, dash(g.Assignor))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", termtext.Escape(g.Group), g.State, g.Generation, g.Members, termtext.Escape(dash(g.Assignor)))
 		}
 		return tw.Flush()
 	case 1:
@@ -85,8 +87,10 @@ func groupsCmd(ctx context.Context, e *env, args []string) error {
 		if err := a.get(ctx, "/v1/groups/"+url.PathEscape(fs.Arg(0)), &g); err != nil {
 			return err
 		}
+		// Group, member and client ids and protocol names are the
+		// clients' own text.
 		fmt.Fprintf(e.stdout, "group %s: %s, generation %d, protocol %s, assignor %s (%s)\n",
-			g.Group, g.State, g.Generation, dash(g.Protocol), dash(g.Assignor), g.RebalanceProtocol)
+			termtext.Escape(g.Group), g.State, g.Generation, termtext.Escape(dash(g.Protocol)), termtext.Escape(dash(g.Assignor)), g.RebalanceProtocol)
 		if r := g.LastRebalance; r != nil {
 			fmt.Fprintf(e.stdout, "last rebalance %s: %d ms, %d moved, %d withheld, fallback %v\n",
 				r.At.Format(time.RFC3339), r.DurationMS, r.Moved, r.Withheld, r.Fallback)
@@ -103,7 +107,8 @@ func groupsCmd(ctx context.Context, e *env, args []string) error {
 			for _, ps := range m.Assignment {
 				n += len(ps)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", m.MemberID, inst, dash(m.ClientID), dash(m.Host), dash(m.Rack), n, scenario.Compact(m.Assignment))
+			cells := termtext.EscapeAll([]string{m.MemberID, inst, dash(m.ClientID), dash(m.Host), dash(m.Rack), strconv.Itoa(n), scenario.Compact(m.Assignment)})
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		}
 		return tw.Flush()
 	}
@@ -134,8 +139,8 @@ func pluginsCmd(ctx context.Context, e *env, args []string) error {
 			sum = sum[:12]
 		}
 		// Assignor names and errors are the plugins' own text.
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", terminalText(p.Name), p.Status, p.ABIVersion,
-			strings.Join(terminalTexts(p.Assignors), ","), dash(sum), terminalText(p.File), dash(terminalText(p.LastError)))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termtext.Escape(p.Name), p.Status, p.ABIVersion,
+			strings.Join(termtext.EscapeAll(p.Assignors), ","), dash(sum), termtext.Escape(p.File), dash(termtext.Escape(p.LastError)))
 	}
 	return tw.Flush()
 }

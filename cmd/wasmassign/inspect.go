@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/wasmassign/wasmassign/internal/termtext"
 )
 
 // inspection is the JSON shape of `inspect --format json`.
@@ -78,19 +80,19 @@ func inspect(ctx context.Context, e *env, args []string) error {
 	// The table is for a terminal: every text the module supplied (import
 	// and export names, and what it describes) is escaped.
 	tw := tabwriter.NewWriter(e.stdout, 0, 2, 2, ' ', 0)
-	fmt.Fprintf(tw, "file\t%s\n", terminalText(fs.Arg(0)))
+	fmt.Fprintf(tw, "file\t%s\n", termtext.Escape(fs.Arg(0)))
 	fmt.Fprintf(tw, "abi version\t%d\n", out.ABIVersion)
 	fmt.Fprintf(tw, "size\t%d bytes\n", out.SizeBytes)
 	fmt.Fprintf(tw, "compile time\t%.1f ms\n", out.CompileMS)
-	fmt.Fprintf(tw, "imports\t%s\n", strings.Join(terminalTexts(out.Imports), ", "))
-	fmt.Fprintf(tw, "exports\t%s\n", strings.Join(terminalTexts(out.Exports), ", "))
+	fmt.Fprintf(tw, "imports\t%s\n", strings.Join(termtext.EscapeAll(out.Imports), ", "))
+	fmt.Fprintf(tw, "exports\t%s\n", strings.Join(termtext.EscapeAll(out.Exports), ", "))
 	tw.Flush()
 	fmt.Fprintln(e.stdout)
 	tw = tabwriter.NewWriter(e.stdout, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "ASSIGNOR\tVERSION\tPROTOCOLS\tMODES\tDESCRIPTION")
 	for _, a := range out.Assignors {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", terminalText(a.Name), terminalText(a.Version),
-			strings.Join(terminalTexts(a.Protocols), ","), strings.Join(a.RebalanceProtocols, ","), terminalText(a.Description))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termtext.Escape(a.Name), termtext.Escape(a.Version),
+			strings.Join(termtext.EscapeAll(a.Protocols), ","), strings.Join(a.RebalanceProtocols, ","), termtext.Escape(a.Description))
 	}
 	return tw.Flush()
 }

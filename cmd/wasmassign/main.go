@@ -27,6 +27,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/wasmassign/wasmassign/internal/termtext"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 )
 
@@ -115,7 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // carries its own text, its error message or its last log lines.
 func printError(stderr io.Writer, cmd string, err error) {
 	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(stderr, "wasmassign %s: %s\n", cmd, terminalText(line))
+		fmt.Fprintf(stderr, "wasmassign %s: %s\n", cmd, termtext.Escape(line))
 	}
 }
 

@@ -160,3 +160,29 @@ func TestDaemonLog_GuestTextIsEscaped(t *testing.T) {
 		}
 	}
 }
+
+// TestGroups_TablesEscapeClientText: group, member and client ids are the
+// clients' own bytes, and `wasmassign groups` prints them, in the list and
+// in one group's table, escaped.
+func TestGroups_TablesEscapeClientText(t *testing.T) {
+	const hostile = "g\x1b[2J"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/groups" {
+			json.NewEncoder(w).Encode([]admin.GroupSummary{{Group: hostile, State: "Stable", Generation: 1, Members: 1, Assignor: "range"}})
+			return
+		}
+		json.NewEncoder(w).Encode(admin.Group{Group: hostile, State: "Stable", Generation: 1, Protocol: "range\r",
+			Members: []admin.Member{{MemberID: "m\x1b]0;title\x07", ClientID: "c\tforged", Host: "10.0.0.1", Assignment: map[string][]int32{"t": {0}}}}})
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	for _, args := range [][]string{{"groups", "--admin", addr}, {"groups", "--admin", addr, "g"}} {
+		code, stdout, stderr := wasmassign(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if r := rawControl(stdout); r >= 0 {
+			t.Errorf("%v: the output holds the raw control character %U:\n%q", args, r, stdout)
+		}
+	}
+}

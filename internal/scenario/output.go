@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/wasmassign/wasmassign/internal/termtext"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
@@ -210,7 +211,9 @@ func (o *Output) WriteTable(w io.Writer) error {
 	}
 
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "assignor %s, %s rebalance\n", o.Assignor, o.RebalanceProtocol)
+	// The assignor's name may be a plugin's, member ids and racks a
+	// scenario's: a terminal shows them, it does not obey them.
+	fmt.Fprintf(bw, "assignor %s, %s rebalance\n", termtext.Escape(o.Assignor), o.RebalanceProtocol)
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	header := []string{"MEMBER"}
 	if racks {
@@ -234,7 +237,7 @@ func (o *Output) WriteTable(w io.Writer) error {
 		if anyWithheld {
 			cells = append(cells, dash(Compact(withheld[i])))
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		fmt.Fprintln(tw, strings.Join(termtext.EscapeAll(cells), "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -532,3 +532,20 @@ func BenchmarkRequest_1MPartitions(b *testing.B) {
 		}
 	}
 }
+
+// TestWriteTable_EscapesWhatATerminalWouldObey: the assignor's name may be
+// a plugin's and member ids a scenario's; the table shows them escaped.
+func TestWriteTable_EscapesWhatATerminalWouldObey(t *testing.T) {
+	o := &Output{Assignor: "evil\x1b[2J", RebalanceProtocol: "eager",
+		Assignment: map[string]map[string][]int32{"m\x1b]0;x\x07": {"t": {0}}}}
+	var b strings.Builder
+	if err := o.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(b.String(), "\x1b\x07") {
+		t.Fatalf("raw control characters in the table:\n%q", b.String())
+	}
+	if !strings.Contains(b.String(), `evil\x1b[2J`) {
+		t.Errorf("the assignor is not shown escaped:\n%s", b.String())
+	}
+}

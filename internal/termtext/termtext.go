@@ -1,4 +1,7 @@
-package main
+// Package termtext renders text a plugin, a client or a daemon supplied
+// for a terminal: the one rule every table and error line of the commands
+// follows. It imports only the standard library.
+package termtext
 
 import (
 	"fmt"
@@ -7,7 +10,7 @@ import (
 	"unicode/utf8"
 )
 
-// terminalText renders text that a plugin or a daemon supplied for a
+// Escape renders text that a plugin, a client or a daemon supplied for a
 // terminal. A plugin's names, descriptions and messages are its own bytes,
 // and a terminal acts on the control characters among them: an escape
 // sequence can clear the screen, retitle the window or forge earlier
@@ -17,7 +20,7 @@ import (
 // string, \x1b or \t; the rest, quotes and backslashes included, is left
 // as it is, so ordinary text reads as before. Machine-readable output
 // (JSON) is never passed through it: it stays exact.
-func terminalText(s string) string {
+func Escape(s string) string {
 	if !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) && utf8.ValidString(s) {
 		return s
 	}
@@ -38,11 +41,11 @@ func terminalText(s string) string {
 	return b.String()
 }
 
-// terminalTexts renders each of ss with terminalText.
-func terminalTexts(ss []string) []string {
+// EscapeAll renders each of ss with Escape.
+func EscapeAll(ss []string) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = terminalText(s)
+		out[i] = Escape(s)
 	}
 	return out
 }
