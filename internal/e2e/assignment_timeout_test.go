@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"strconv"
 	"testing"
@@ -31,29 +29,16 @@ func TestAssignmentTimeout_AHangingPluginCostsTheBoundNotTheChain(t *testing.T) 
 	}.String()
 	d := startDaemon(t, dir, cfg)
 	const group = "hanging"
-	rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
-	defer rig.Close(ctx)
-	if _, err := rig.Start("a", kfakegroup.ConsumerOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	g, err := settled(ctx, d, group, rig.Ledger(), []string{"a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, g := settledRig(ctx, t, d, group, kfakegroup.ConsumerOptions{}, "a")
 	if g.Assignor != "range" {
 		t.Errorf("the rebalance was assigned by %q, want range", g.Assignor)
 	}
-	resp, err := http.Get("http://" + d.admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`(?m)^wasmassign_assignment_timeouts_total (\S+)$`).FindSubmatch(body)
+	body := d.metrics(t)
+	m := regexp.MustCompile(`(?m)^wasmassign_assignment_timeouts_total (\S+)$`).FindStringSubmatch(body)
 	if m == nil {
 		t.Fatal("no wasmassign_assignment_timeouts_total")
 	}
-	if n, _ := strconv.ParseFloat(string(m[1]), 64); n < 1 {
+	if n, _ := strconv.ParseFloat(m[1], 64); n < 1 {
 		t.Errorf("wasmassign_assignment_timeouts_total = %v, want at least 1", n)
 	}
 }

@@ -83,17 +83,60 @@ type daemon struct {
 	exitErr  error
 }
 
+// eventsCluster starts a kfake cluster of brokers brokers, with kfake's
+// fast group timings and a topic "events" of partitions partitions, which
+// the test's cleanup closes.
+func eventsCluster(t *testing.T, brokers int, partitions int32) *kfake.Cluster {
+	t.Helper()
+	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(brokers), kfake.SeedTopics(partitions, "events"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	return cluster
+}
+
+// settledRig starts one rig consumer of "events" in group through d per
+// name, with opts, and waits until the group is settled with them
+// (settled). The test's cleanup closes the rig.
+func settledRig(ctx context.Context, t *testing.T, d *daemon, group string, opts kfakegroup.ConsumerOptions, names ...string) (*kfakegroup.Rig, adminGroup) {
+	t.Helper()
+	rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
+	t.Cleanup(func() { rig.Close(context.Background()) })
+	for _, n := range names {
+		if _, err := rig.Start(n, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := settled(ctx, d, group, rig.Ledger(), names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rig, g
+}
+
+// metrics returns the daemon's /metrics page.
+func (d *daemon) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://" + d.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
+
 // clusterWithPlugins starts a kfake cluster of one broker with a topic
 // "events" of 4 partitions, which the test's cleanup closes, and writes
 // files into dir/plugins, a plugin directory. It returns the brokers, a
 // fresh dir for the daemon, and the plugin directory.
 func clusterWithPlugins(t *testing.T, files map[string][]byte) (brokers []string, dir, plugins string) {
 	t.Helper()
-	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
+	cluster := eventsCluster(t, 1, 4)
 	dir = t.TempDir()
 	plugins = filepath.Join(dir, "plugins")
 	if err := os.MkdirAll(plugins, 0o755); err != nil {

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/internal/testutil"
@@ -31,11 +28,7 @@ import (
 func TestMetadata_AReplicaMovedWithinItsRackCostsNoRebalance(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 90*time.Second)
-	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(7), kfake.SeedTopics(4, "events"))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
+	cluster := eventsCluster(t, 7, 4)
 	place := func(leader int32) {
 		for p := int32(0); p < 4; p++ {
 			l := p % 3
@@ -56,21 +49,11 @@ func TestMetadata_AReplicaMovedWithinItsRackCostsNoRebalance(t *testing.T) {
 	}.String()
 	d := startDaemon(t, t.TempDir(), cfg)
 	const group = "rack-moves"
-	rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
-	defer rig.Close(ctx)
 	opts := kfakegroup.ConsumerOptions{
 		Balancers: []kgo.GroupBalancer{kgo.CooperativeStickyBalancer()},
 		Rack:      "az-a",
 	}
-	for _, n := range []string{"a", "b"} {
-		if _, err := rig.Start(n, opts); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g, err := settled(ctx, d, group, rig.Ledger(), []string{"a", "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, g := settledRig(ctx, t, d, group, opts, "a", "b")
 	if g.Members[0].Rack != "az-a" {
 		t.Fatalf("member rack %q: the group is not rack-aware, so the test shows nothing", g.Members[0].Rack)
 	}
@@ -106,29 +89,14 @@ func TestMetadata_AReplicaMovedWithinItsRackCostsNoRebalance(t *testing.T) {
 func TestMetadata_ATopicErrorIsNoDeletion(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 90*time.Second)
-	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
+	cluster := eventsCluster(t, 1, 4)
 	cfg := testutil.GatewayConfig{
 		Brokers: cluster.ListenAddrs(),
 		Groups:  []testutil.GroupRule{{Match: "*"}},
 	}.String()
 	d := startDaemon(t, t.TempDir(), cfg)
 	const group = "topic-errors"
-	rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
-	defer rig.Close(ctx)
-	opts := kfakegroup.ConsumerOptions{Balancers: []kgo.GroupBalancer{kgo.RangeBalancer()}}
-	for _, n := range []string{"a", "b"} {
-		if _, err := rig.Start(n, opts); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g, err := settled(ctx, d, group, rig.Ledger(), []string{"a", "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, g := settledRig(ctx, t, d, group, kfakegroup.ConsumerOptions{Balancers: []kgo.GroupBalancer{kgo.RangeBalancer()}}, "a", "b")
 
 	var failing atomic.Bool
 	failing.Store(true)
@@ -163,13 +131,8 @@ func TestMetadata_ATopicErrorIsNoDeletion(t *testing.T) {
 	if after.Generation != g.Generation {
 		t.Errorf("generation %d after a topic error came and went, want %d: a topic error read as a deletion", after.Generation, g.Generation)
 	}
-	resp, err := http.Get("http://" + d.admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(body), `wasmassign_topic_metadata_errors_total{error="LEADER_NOT_AVAILABLE"}`) {
+	body := d.metrics(t)
+	if !strings.Contains(body, `wasmassign_topic_metadata_errors_total{error="LEADER_NOT_AVAILABLE"}`) {
 		t.Error("the topic error is not counted in wasmassign_topic_metadata_errors_total")
 	}
 }

@@ -4,10 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/internal/testutil"
-	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 )
 
 // TestGroups_OffsetsAloneAreListedAndDescribedEmpty commits offsets for a
@@ -18,11 +16,7 @@ import (
 func TestGroups_OffsetsAloneAreListedAndDescribedEmpty(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 60*time.Second)
-	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
+	cluster := eventsCluster(t, 1, 2)
 	cfg := testutil.GatewayConfig{Brokers: cluster.ListenAddrs(), Groups: []testutil.GroupRule{{Match: "*"}}}.String()
 	d := startDaemon(t, t.TempDir(), cfg)
 	cl := adminClient(t, []string{d.bootstrap})

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
@@ -24,11 +23,7 @@ import (
 func TestRestart_StateSavedAtEveryTransitionComesBackTruthfully(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 90*time.Second)
-	cluster, err := kfake.NewCluster(append(kfakegroup.FastKfakeOpts(), kfake.NumBrokers(1), kfake.SeedTopics(4, "events"))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
+	cluster := eventsCluster(t, 1, 4)
 	dir := t.TempDir()
 	cfg := testutil.GatewayConfig{
 		Listen:      "127.0.0.1:0",
@@ -41,18 +36,10 @@ func TestRestart_StateSavedAtEveryTransitionComesBackTruthfully(t *testing.T) {
 
 	for _, group := range []string{"deleted", "emptied"} {
 		// emptied turns Stable last: no later Stable saves its Empty.
-		rig := kfakegroup.NewRig([]string{d.bootstrap}, group, []string{"events"}, nil)
-		c, err := rig.Start("a", kfakegroup.ConsumerOptions{})
-		if err != nil {
+		rig, _ := settledRig(ctx, t, d, group, kfakegroup.ConsumerOptions{}, "a")
+		if err := rig.Consumers()["a"].Leave(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := settled(ctx, d, group, rig.Ledger(), []string{"a"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Leave(ctx); err != nil {
-			t.Fatal(err)
-		}
-		rig.Close(ctx)
 		if err := kfakegroup.WaitFor(ctx, func() error {
 			g, err := d.group(ctx, group)
 			if err != nil {
