@@ -34,6 +34,12 @@ type jobState struct {
 // to hand out; the next assignor then runs.
 var ErrInvalidAssignment = errors.New("invalid assignment")
 
+// ErrRunnerBusy, wrapped by an AssignmentDone error, says that the Job never
+// ran because the runner had no room for it in time: the same assignor is
+// asked again (EventAssignmentDeferred) rather than the next of the chain,
+// until Config.AssignmentTimeout.
+var ErrRunnerBusy = errors.New("assignor runner busy")
+
 // decodeSubscription reads a ConsumerProtocolSubscription.
 func decodeSubscription(b []byte) (*kmsg.ConsumerMemberMetadata, error) {
 	if len(b) < 2 {
@@ -129,7 +135,8 @@ func (c *Coordinator) issueJob(g *group, js *jobState) {
 
 // AssignmentDone reports the result of a Job: the plugin's response, or the
 // error that kept it from answering. A failure, an error response or an
-// answer the coordinator finds invalid runs the next assignor of the chain.
+// answer the coordinator finds invalid runs the next assignor of the chain;
+// an error wrapping ErrRunnerBusy runs the same one again.
 func (c *Coordinator) AssignmentDone(now time.Time, jobID uint64, resp *abi.Response, err error) Output {
 	c.begin(now)
 	js := c.jobs[jobID]
@@ -154,6 +161,13 @@ func (c *Coordinator) AssignmentDone(now time.Time, jobID uint64, resp *abi.Resp
 		default:
 			err = validateResponse(js.req, resp)
 		}
+	}
+	if errors.Is(err, ErrRunnerBusy) {
+		// Load is no fault of the assignor: falling back would lose the
+		// operator's choice exactly when every group rebalances at once.
+		c.event(Event{Kind: EventAssignmentDeferred, Group: g.id, Generation: g.generation, Detail: fmt.Sprintf("assignor %q: %v", js.chain[js.attempt], err), N: js.attempt})
+		c.issueJob(g, js)
+		return c.finish()
 	}
 	if err != nil {
 		c.event(Event{Kind: EventAssignmentFailed, Group: g.id, Generation: g.generation, Detail: fmt.Sprintf("assignor %q: %v", js.chain[js.attempt], err), N: js.attempt})

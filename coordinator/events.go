@@ -37,6 +37,11 @@ const (
 	// assignment, computed by the coordinator, is handed out instead.
 	// Detail says what the group was waiting for.
 	EventAssignmentTimedOut
+	// EventAssignmentDeferred: the runner had no room for a Job in time
+	// (an error wrapping ErrRunnerBusy); the same assignor is asked again,
+	// with Config.AssignmentTimeout still bounding the wait. Detail holds
+	// the error, N the attempt.
+	EventAssignmentDeferred
 )
 
 // Event is one observable change.

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -122,6 +123,7 @@ func (h *harness) assignmentDone(job uint64, resp *abi.Response, err error) {
 	}
 	if err != nil {
 		in.err = err.Error()
+		in.busy = errors.Is(err, ErrRunnerBusy)
 	}
 	h.absorb(h.call(in))
 }

@@ -154,6 +154,9 @@ func (w *world) step() {
 		case x == 0:
 			w.logf("job %d (%s) fails", j.ID, j.Assignor)
 			w.h.assignmentDone(j.ID, nil, errors.New("trap"))
+		case x == 2:
+			w.logf("job %d (%s) finds the runner busy", j.ID, j.Assignor)
+			w.h.assignmentDone(j.ID, nil, fmt.Errorf("%w: overloaded", ErrRunnerBusy))
 		case x == 1:
 			w.logf("job %d (%s) answers garbage", j.ID, j.Assignor)
 			bad := &abi.Response{Members: []abi.MemberAssignment{{Member: 0, Partitions: []abi.TopicPartitions{{Topic: 0, Partitions: []int32{0, 0}}}}}}

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,79 @@ func TestAssignmentTimeout_ASyncGroupNeverOutwaitsTheBound(t *testing.T) {
 				t.Errorf("a late answer moved the group to %v generation %d", g.state, g.generation)
 			}
 		})
+	}
+}
+
+// TestAssignment_ABusyRunnerAsksTheSameAssignorAgain: a Job the runner had
+// no room for is no failure of the assignor. The group keeps its assignor
+// through any number of such answers, with no fallback, and the assignment
+// timeout still bounds the wait.
+func TestAssignment_ABusyRunnerAsksTheSameAssignorAgain(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1, Fallback: "roundrobin"}, AssignmentTimeout: 20 * time.Second})
+	h.autoJobs = false
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+	a.join()
+	h.advance(0)
+	a.poll()
+	a.sync()
+	busy := fmt.Errorf("%w: waited 10s for a worker", ErrRunnerBusy)
+	for i := range 3 {
+		if len(h.jobs) != 1 || h.jobs[0].Assignor != "range" || h.jobs[0].Attempt != 0 {
+			t.Fatalf("after %d busy answers, jobs %+v; want range asked again, as the first attempt", i, h.jobs)
+		}
+		j := h.jobs[0]
+		h.jobs = nil
+		h.advance(5 * time.Second)
+		h.assignmentDone(j.ID, nil, busy)
+	}
+	h.runJobs()
+	a.poll()
+	if a.phase != stable || len(a.held["t"]) != 4 {
+		t.Fatalf("a is %v holding %v; want stable with the 4 partitions", a.phase, a.held)
+	}
+	deferred := 0
+	for _, e := range h.events {
+		switch e.Kind {
+		case EventAssignmentFailed, EventAssignmentTimedOut:
+			t.Errorf("event %+v: a busy runner is neither a failure nor a timeout", e)
+		case EventAssignmentDeferred:
+			deferred++
+		case EventAssignmentCompleted:
+			if e.Detail != "range" || e.Attempt != 0 {
+				t.Errorf("completed by %q at attempt %d, want range at the first", e.Detail, e.Attempt)
+			}
+		}
+	}
+	if deferred != 3 {
+		t.Errorf("%d deferred events, want 3", deferred)
+	}
+
+	// A runner that stays busy past the bound: the timeout stands in.
+	h = newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}, AssignmentTimeout: 20 * time.Second})
+	h.autoJobs = false
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	b := newSim(h, "b", "g", []string{"range"}, []string{"t"})
+	b.join()
+	h.advance(0)
+	b.poll()
+	b.sync()
+	for range 25 {
+		jobs := h.jobs
+		h.jobs = nil
+		for _, j := range jobs {
+			h.assignmentDone(j.ID, nil, busy)
+		}
+		h.advance(time.Second)
+	}
+	b.poll()
+	timedOut := 0
+	for _, e := range h.events {
+		if e.Kind == EventAssignmentTimedOut {
+			timedOut++
+		}
+	}
+	if timedOut != 1 || b.phase != stable || len(b.held["t"]) != 4 {
+		t.Fatalf("%d timeout events, b %v holding %v; want one timeout and the range assignment", timedOut, b.phase, b.held)
 	}
 }

@@ -57,12 +57,13 @@ func (in metadataInput) apply(t testing.TB, c **Coordinator) Output {
 }
 
 // assignmentInput is a plugin's result: its response in the ABI's bytes, or
-// the text of its error.
+// the text of its error, and whether it wraps ErrRunnerBusy.
 type assignmentInput struct {
 	now  time.Time
 	job  uint64
 	resp []byte
 	err  string
+	busy bool
 }
 
 func (in assignmentInput) apply(t testing.TB, c **Coordinator) Output {
@@ -76,6 +77,9 @@ func (in assignmentInput) apply(t testing.TB, c **Coordinator) Output {
 	var err error
 	if in.err != "" {
 		err = errors.New(in.err)
+	}
+	if in.busy {
+		err = fmt.Errorf("%w: %s", ErrRunnerBusy, in.err)
 	}
 	return (*c).AssignmentDone(in.now, in.job, resp, err)
 }

@@ -164,7 +164,7 @@ func BenchmarkAssign_Tiny(b *testing.B) {
 	for _, iso := range isolations() {
 		for _, g := range []benchGuest{goSpread(), noIdle, cRoundRobin()} {
 			b.Run(iso.String()+"/"+g.name, func(b *testing.B) {
-				cfg := NewConfig().WithIsolation(iso).WithPoolSize(1)
+				cfg := NewConfig().WithIsolation(iso).WithMaxInstances(1)
 				cfg.skipIdle = strings.HasSuffix(g.name, "-no-idle")
 				h := benchHost(b, cfg)
 				p := loadArtefact(b, h, g.file)
@@ -197,7 +197,7 @@ func BenchmarkAssign_IdleOffThePath(b *testing.B) {
 				name = iso.String() + "/no-idle"
 			}
 			b.Run(name, func(b *testing.B) {
-				cfg := NewConfig().WithIsolation(iso).WithPoolSize(1)
+				cfg := NewConfig().WithIsolation(iso).WithMaxInstances(1)
 				cfg.skipIdle = skip
 				h := benchHost(b, cfg)
 				p := loadArtefact(b, h, rangeWasm)
@@ -227,23 +227,12 @@ func BenchmarkAssign_IdleOffThePath(b *testing.B) {
 
 // waitIdle waits until no instance of p is in its idle call.
 func waitIdle(b *testing.B, p *Plugin) {
-	var t *idlers
-	switch r := p.run.(type) {
-	case *inProcess:
-		t = &r.idle
-	case *procRunner:
-		t = &r.idle
-	}
-	for {
-		wake := t.pending()
-		if wake == nil {
-			return
-		}
-		select {
-		case <-wake:
-		case <-time.After(10 * time.Second):
+	deadline := time.Now().Add(10 * time.Second)
+	for p.host.PoolStats().Plugins[p.Name()].Idling > 0 {
+		if time.Now().After(deadline) {
 			b.Fatal("an idle call did not end")
 		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 
@@ -285,7 +274,7 @@ func BenchmarkWorkerSpawn(b *testing.B) {
 func BenchmarkAssign_TinyPhases(b *testing.B) {
 	for _, g := range []benchGuest{goSpread(), cRoundRobin()} {
 		b.Run(g.name, func(b *testing.B) {
-			h := benchHost(b, NewConfig().WithIsolation(IsolationInProcess).WithPoolSize(1))
+			h := benchHost(b, NewConfig().WithIsolation(IsolationInProcess).WithMaxInstances(1))
 			p := loadArtefact(b, h, g.file)
 			req := tinyRequest()
 			warm(b, p, g.assignor, req, 100)
@@ -331,7 +320,7 @@ func BenchmarkPooling(b *testing.B) {
 	}}}
 	for _, g := range []benchGuest{cRoundRobin(), goSpread(), rangeBuiltin()} {
 		cases = append(cases, poolCase{g.name, func(b *testing.B) func() error {
-			h := benchHost(b, NewConfig().WithIsolation(IsolationInProcess).WithPoolSize(2))
+			h := benchHost(b, NewConfig().WithIsolation(IsolationInProcess).WithMaxInstances(2))
 			p := loadArtefact(b, h, g.file)
 			return func() error { _, err := p.Assign(context.Background(), g.assignor, req); return err }
 		}})
@@ -433,7 +422,7 @@ func BenchmarkRange_1M(b *testing.B) {
 	for _, iso := range isolations() {
 		b.Run(iso.String(), func(b *testing.B) {
 			lim := DefaultLimits().WithTimeout(2 * time.Minute).WithMemoryLimitMB(2048)
-			h := benchHost(b, NewConfig().WithIsolation(iso).WithPoolSize(1).WithLimits(lim))
+			h := benchHost(b, NewConfig().WithIsolation(iso).WithMaxInstances(1).WithLimits(lim))
 			p := loadArtefact(b, h, rangeWasm)
 			req := uniformRequest(2000, 500, 2000)
 			warm(b, p, "range", req, 1)

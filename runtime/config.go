@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -117,7 +118,9 @@ type Config struct {
 	limits        Limits
 	cacheDir      string
 	logger        *slog.Logger
-	poolSize      int
+	maxInstances  int
+	queueTimeout  time.Duration
+	hooks         []Hook
 	isolation     Isolation
 	workerCommand string
 	// skipIdle makes the host never call a guest's idle export, as hosts
@@ -163,7 +166,7 @@ func (i Isolation) String() string {
 
 // NewConfig returns the defaults described on each With method.
 func NewConfig() Config {
-	return Config{limits: DefaultLimits(), logger: slog.Default(), poolSize: runtime.GOMAXPROCS(0)}
+	return Config{limits: DefaultLimits(), logger: slog.Default(), maxInstances: max(runtime.GOMAXPROCS(0), 2), queueTimeout: 10 * time.Second}
 }
 
 // WithLimits sets the limits every plugin of the host runs under. Defaults
@@ -181,10 +184,51 @@ func (c Config) WithCompilationCacheDir(dir string) Config { c.cacheDir = dir; r
 // slog.Default().
 func (c Config) WithLogger(l *slog.Logger) Config { c.logger = l; return c }
 
-// WithPoolSize sets how many idle instances each plugin keeps warm. More
-// concurrent calls still get instances; the extra ones are closed after use.
-// Defaults to GOMAXPROCS.
-func (c Config) WithPoolSize(n int) Config { c.poolSize = n; return c }
+// WithMaxInstances bounds the instances the host runs at once, across all
+// its plugins: with IsolationProcess, its worker processes. A call that
+// finds every instance busy waits its turn in one first-come, first-served
+// queue (see WithQueueTimeout) rather than start another; instances stay
+// warm between calls, and a plugin with none to spare takes the place of
+// the one idle the longest, of any plugin. Each plugin loaded takes one
+// while loading.
+//
+// Assignments are CPU-bound, so instances beyond the cores add memory (a
+// worker of a Go guest holds tens of megabytes) and no throughput; more
+// than the cores helps only when several plugins serve at once and should
+// stay warm together. Defaults to GOMAXPROCS, and at least 2.
+func (c Config) WithMaxInstances(n int) Config { c.maxInstances = n; return c }
+
+// WithQueueTimeout bounds how long a call waits for an instance when all
+// are busy. A call past it fails with ErrOverloaded without running; the
+// call timeout (Limits.WithTimeout) starts only once the call has its
+// instance, so time in the queue never counts against the plugin.
+// Defaults to 10s.
+func (c Config) WithQueueTimeout(d time.Duration) Config { c.queueTimeout = d; return c }
+
+// WithHooks adds hooks the host calls as it works: each may implement any
+// of the Hook interfaces (HookQueueWait). Hooks run on the caller's
+// goroutine and must not block.
+func (c Config) WithHooks(hooks ...Hook) Config {
+	c.hooks = append(slices.Clip(c.hooks), hooks...)
+	return c
+}
+
+// Hook is any value implementing one or more of the Hook interfaces below,
+// in the manner of franz-go's kgo hooks: a host calls each interface a hook
+// implements and ignores the rest.
+type Hook any
+
+// HookQueueWait is told, for every call, how long it waited for an
+// instance, and whether it gave up waiting (ErrOverloaded).
+type HookQueueWait interface {
+	OnQueueWait(plugin string, wait time.Duration, overloaded bool)
+}
+
+// MaxInstances returns the bound on the host's instances.
+func (c Config) MaxInstances() int { return max(c.maxInstances, 1) }
+
+// QueueTimeout returns how long a call may wait for an instance.
+func (c Config) QueueTimeout() time.Duration { return c.queueTimeout }
 
 // Limits returns the configured limits.
 func (c Config) Limits() Limits { return c.limits }

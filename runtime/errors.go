@@ -36,6 +36,11 @@ var (
 	ErrUnknownAssignor = errors.New("unknown assignor")
 	// ErrClosed: the plugin or host was closed.
 	ErrClosed = errors.New("closed")
+	// ErrOverloaded: the call waited for an instance longer than the
+	// host's queue timeout (Config.WithQueueTimeout) and never ran. It is
+	// the host's load, not the plugin's fault: callers should try the same
+	// assignor again rather than count it as the plugin failing.
+	ErrOverloaded = errors.New("overloaded")
 )
 
 // Rule names the validation rule an invalid response broke.
@@ -100,7 +105,7 @@ func (e *Error) Unwrap() []error {
 
 // Reason is a short, stable label for Kind, for metrics: "timeout", "trap",
 // "oom", "invalid", "abi", "not_wasm", "too_large", "assignor_error",
-// "unknown_assignor" or "closed".
+// "unknown_assignor", "closed" or "overloaded".
 func (e *Error) Reason() string {
 	switch e.Kind {
 	case ErrTimeout:
@@ -123,6 +128,8 @@ func (e *Error) Reason() string {
 		return "unknown_assignor"
 	case ErrClosed:
 		return "closed"
+	case ErrOverloaded:
+		return "overloaded"
 	}
 	return "unknown"
 }

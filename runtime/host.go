@@ -38,6 +38,9 @@ type Host struct {
 	cfg   Config
 	eng   *engine   // IsolationInProcess
 	procs *procHost // IsolationProcess
+	// pool bounds the instances of every plugin together and queues the
+	// calls beyond them.
+	pool *instancePool
 }
 
 // Import module names a plugin may use (sdk/ABI.md section 1).
@@ -51,7 +54,7 @@ const (
 // of the ABI in this process, or, with IsolationProcess, the machinery that
 // starts worker processes (none is started before the first Load).
 func NewHost(ctx context.Context, cfg Config) (*Host, error) {
-	h := &Host{cfg: cfg}
+	h := &Host{cfg: cfg, pool: newInstancePool(cfg.MaxInstances(), cfg.queueTimeout, cfg.hooks)}
 	switch iso := cfg.Isolation(); iso {
 	case IsolationInProcess:
 		eng, err := newEngine(ctx, cfg.limits, cfg.cacheDir, true)
@@ -70,6 +73,10 @@ func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	return h, nil
 }
+
+// PoolStats returns a snapshot of the host's instances and its queue of
+// calls.
+func (h *Host) PoolStats() PoolStats { return h.pool.stats() }
 
 // Config returns the host's configuration.
 func (h *Host) Config() Config { return h.cfg }

@@ -29,7 +29,7 @@ func TestIdle_HostCallsIdleOnceWhenLoadingAndAfterEveryCall(t *testing.T) {
 	forEachIsolation(t, func(t *testing.T, iso Isolation) {
 		for _, skipIdle := range []bool{false, true} {
 			t.Run(map[bool]string{false: "idle", true: "never idle"}[skipIdle], func(t *testing.T) {
-				cfg := NewConfig().WithIsolation(iso).WithPoolSize(1)
+				cfg := NewConfig().WithIsolation(iso).WithMaxInstances(1)
 				cfg.skipIdle = skipIdle
 				h, _ := newTestHost(t, cfg)
 				p := loadArtefact(t, h, "testdata/hostile/idle-count.wasm")
@@ -54,7 +54,7 @@ func TestIdle_HostCallsIdleOnceWhenLoadingAndAfterEveryCall(t *testing.T) {
 func TestIdle_LoopingIdleIsStoppedAndNoCallerFails(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	forEachIsolation(t, func(t *testing.T, iso Isolation) {
-		h, logs := newTestHost(t, NewConfig().WithIsolation(iso).WithPoolSize(1).WithLimits(DefaultLimits().WithTimeout(timeout)))
+		h, logs := newTestHost(t, NewConfig().WithIsolation(iso).WithMaxInstances(1).WithLimits(DefaultLimits().WithTimeout(timeout)))
 		p := loadArtefact(t, h, "testdata/hostile/idle-loop.wasm")
 		var pids []int
 		for round := range 3 {
@@ -94,7 +94,7 @@ func TestIdle_LoopingIdleIsStoppedAndNoCallerFails(t *testing.T) {
 
 func TestIdle_TrapInIdleDiscardsTheInstanceAndNoCallerFails(t *testing.T) {
 	forEachIsolation(t, func(t *testing.T, iso Isolation) {
-		h, logs := newTestHost(t, NewConfig().WithIsolation(iso).WithPoolSize(1))
+		h, logs := newTestHost(t, NewConfig().WithIsolation(iso).WithMaxInstances(1))
 		p := loadArtefact(t, h, "testdata/hostile/idle-trap.wasm")
 		for round := range 4 {
 			if got := idleCount(t, p); got > 1 {
@@ -109,7 +109,7 @@ func TestIdle_TrapInIdleDiscardsTheInstanceAndNoCallerFails(t *testing.T) {
 
 func TestIdle_CallerCanceledWhileWaitingForAnIdleInstance(t *testing.T) {
 	forEachIsolation(t, func(t *testing.T, iso Isolation) {
-		h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithPoolSize(1).WithLimits(DefaultLimits().WithTimeout(5*time.Second)))
+		h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithMaxInstances(1).WithLimits(DefaultLimits().WithTimeout(5*time.Second)))
 		p := loadArtefact(t, h, "testdata/hostile/idle-loop.wasm")
 		idleCount(t, p) // the idle call after it loops until the timeout
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

@@ -17,12 +17,12 @@ import (
 
 // A guest that exports wasmassign_idle gets that call after each call whose
 // instance the host keeps, off the caller's path: the caller's Assign
-// returns with the response, and the instance goes back to the pool only
-// when idle has ended. Meanwhile the instance is neither in the pool nor
-// free, so a call that finds the pool empty waits for it rather than
-// starting another instance, which costs far more (tens of milliseconds for
-// a Go guest in-process, a hundred or more for a worker) than the idle call
-// it waits out, and idle is bounded by the call timeout.
+// returns with the response, and the instance serves again only when idle
+// has ended. Meanwhile it holds its place in the host's pool and serves
+// nobody, and a call of its plugin that finds no instance to spare waits
+// for it rather than start another, which costs far more (tens of
+// milliseconds for a Go guest in-process, a hundred or more for a worker)
+// than the idle call it waits out; idle is bounded by the call timeout.
 
 // instanceOps is what a runner knows of its instances that the lifecycle
 // does not.
@@ -39,89 +39,95 @@ type instanceOps[T any] interface {
 	abandon(v T)
 }
 
-// lifecycle is a plugin's instances between calls: the pool of ready ones
-// and those in their idle call. Each runner embeds one.
+// lifecycle is a plugin's instances between calls, as its share of the
+// host's pool (pool.go). Each runner embeds one.
 type lifecycle[T any] struct {
-	ops     instanceOps[T]
-	plugin  string        // the plugin's name, for errors
-	timeout time.Duration // the call timeout, for errors
-	pool    chan T
-	// idle tracks the instances whose idle call runs in the background.
-	idle idlers
+	ops   instanceOps[T]
+	owner *poolOwner
 	// bg runs the idle calls; once it closes, none starts.
 	bg *background
 	// closed is the plugin's: set, no instance goes back to the pool.
 	closed *atomic.Bool
 }
 
-func newLifecycle[T any](ops instanceOps[T], plugin string, timeout time.Duration, poolSize int, bg *background, closed *atomic.Bool) lifecycle[T] {
-	return lifecycle[T]{ops: ops, plugin: plugin, timeout: timeout, pool: make(chan T, max(poolSize, 1)), bg: bg, closed: closed}
+func newLifecycle[T any](ops instanceOps[T], plugin string, pool *instancePool, bg *background, closed *atomic.Bool) lifecycle[T] {
+	l := lifecycle[T]{ops: ops, bg: bg, closed: closed}
+	l.owner = pool.join(plugin, func(v any) { ops.discard(context.Background(), v.(T)) })
+	return l
 }
 
-// acquire returns an instance for a call: one from the pool, waiting for
-// one in its idle call when the pool is empty, or else a new one. One that
-// can no longer serve is ended and another taken: not the call's fault.
+// acquire returns an instance for a call: an idle one of the plugin, or a
+// new one started in a free place of the host's pool, or in the place of
+// another plugin's idle instance, waiting in the host's queue when there
+// is none. One that can no longer serve is ended and another started in
+// its place: not the call's fault. Every instance acquire returns goes
+// back through release, releaseAfterIdle or lost.
 func (l *lifecycle[T]) acquire(ctx context.Context) (T, error) {
-	for {
-		v, ok, err := takeFromPool(ctx, l.pool, &l.idle)
-		if err != nil {
-			var zero T
-			return zero, deadlineError(l.plugin, l.timeout, err)
-		}
-		if !ok {
-			return l.ops.newInstance(ctx)
-		}
+	var zero T
+	s, err := l.owner.take(ctx)
+	if err != nil {
+		return zero, err
+	}
+	l.owner.endEvicted(s)
+	if s.v != nil {
+		v := s.v.(T)
 		if l.ops.usable(v) {
 			return v, nil
 		}
 		l.ops.discard(ctx, v)
 	}
+	v, err := l.ops.newInstance(ctx)
+	if err != nil {
+		l.owner.lost()
+		return zero, err
+	}
+	return v, nil
 }
 
-// release returns v to the pool, or ends it when the pool is full or the
-// plugin is closing, or the background its work belongs to is (for the
-// in-process runner, the plugin's own, which closes after the plugin is
-// marked closed).
+// release returns v to the pool, or ends it when the plugin is closing, or
+// the background its work belongs to is (for the in-process runner, the
+// plugin's own, which closes after the plugin is marked closed).
 func (l *lifecycle[T]) release(ctx context.Context, v T) {
 	if l.closed.Load() || l.bg.isClosing() {
 		l.ops.discard(ctx, v)
+		l.owner.lost()
 		return
 	}
-	select {
-	case l.pool <- v:
-	default:
-		l.ops.discard(ctx, v)
-	}
+	l.owner.put(v)
 }
+
+// lost frees the place of a call's instance that the runner has ended (a
+// trap, a timeout, a dead worker).
+func (l *lifecycle[T]) lost() { l.owner.lost() }
 
 // releaseAfterIdle runs idle, the guest's idle call on v, in the background
 // under bg's context, and then returns v to the pool when idle says it
-// may: false means idle has ended v. Meanwhile callers that find the pool
-// empty wait for v. Once bg is closing, v is abandoned instead.
+// may: false means idle has ended v. Meanwhile callers of the plugin that
+// find no instance to spare wait for v. Once bg is closing, v is abandoned
+// instead.
 func (l *lifecycle[T]) releaseAfterIdle(v T, idle func(ctx context.Context) bool) {
 	if !l.bg.enter() {
 		l.ops.abandon(v)
+		l.owner.lost()
 		return
 	}
-	l.idle.start()
+	l.owner.toIdleCall()
 	go func() {
 		defer l.bg.leave()
-		defer l.idle.done() // after the release: a woken caller finds v in the pool
-		if idle(l.bg.ctx) {
-			l.release(context.Background(), v)
+		ok := idle(l.bg.ctx)
+		if ok && (l.closed.Load() || l.bg.isClosing()) {
+			l.ops.discard(context.Background(), v)
+			ok = false
 		}
+		l.owner.idleEnded(v, ok)
 	}()
 }
 
-// drain hands every instance in the pool to end, which must end it.
+// drain ends every idle instance of the plugin with end, and marks its
+// share of the pool closed: instances in calls end when their calls do.
 func (l *lifecycle[T]) drain(end func(T)) {
-	for {
-		select {
-		case v := <-l.pool:
-			end(v)
-		default:
-			return
-		}
+	for _, v := range l.owner.close() {
+		end(v.(T))
 	}
 }
 
@@ -205,78 +211,6 @@ func (b *background) isClosing() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.closing
-}
-
-// idlers counts one plugin's instances whose idle call is running, and wakes
-// callers that wait for one of them to come back.
-type idlers struct {
-	mu   sync.Mutex
-	n    int
-	wake chan struct{} // closed, and replaced, when an idle call ends
-}
-
-// start counts an instance whose idle call begins.
-func (t *idlers) start() {
-	t.mu.Lock()
-	t.n++
-	t.mu.Unlock()
-}
-
-// done marks an idle call as ended. Call it after the instance is back in
-// the pool or discarded, so that a woken caller sees the pool as it is.
-func (t *idlers) done() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.n--
-	if t.wake != nil {
-		close(t.wake)
-		t.wake = nil
-	}
-}
-
-// pending returns a channel closed when the next idle call ends, or nil when
-// none is running.
-func (t *idlers) pending() <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.n == 0 {
-		return nil
-	}
-	if t.wake == nil {
-		t.wake = make(chan struct{})
-	}
-	return t.wake
-}
-
-// takeFromPool returns an instance from pool, waiting for one that is in
-// its idle call when the pool is empty. ok is false when the pool is empty
-// and no idle call is running: the caller starts a new instance. The error
-// is ctx's, when it ends first.
-func takeFromPool[T any](ctx context.Context, pool chan T, idle *idlers) (v T, ok bool, err error) {
-	for {
-		select {
-		case v := <-pool:
-			return v, true, nil
-		default:
-		}
-		wake := idle.pending()
-		if wake == nil {
-			// An idle call may have ended between the two checks.
-			select {
-			case v := <-pool:
-				return v, true, nil
-			default:
-				return v, false, nil
-			}
-		}
-		select {
-		case v := <-pool:
-			return v, true, nil
-		case <-wake:
-		case <-ctx.Done():
-			return v, false, ctx.Err()
-		}
-	}
 }
 
 // deadlineError is the error of a call whose ctx ended (ctxErr) before the

@@ -50,9 +50,13 @@ func (o *fakeOps) counts() (started int, discarded, abandoned []int) {
 }
 
 func newFakeLifecycle(bg *background) (*lifecycle[int], *fakeOps, *atomic.Bool) {
+	return newFakeLifecycleIn(newInstancePool(1, time.Second, nil), bg)
+}
+
+func newFakeLifecycleIn(pool *instancePool, bg *background) (*lifecycle[int], *fakeOps, *atomic.Bool) {
 	ops := &fakeOps{dead: map[int]bool{}}
 	closed := new(atomic.Bool)
-	l := newLifecycle[int](ops, "fake", time.Second, 1, bg, closed)
+	l := newLifecycle[int](ops, "fake", pool, bg, closed)
 	return &l, ops, closed
 }
 
@@ -129,26 +133,27 @@ func TestLifecycle_DeadInstanceInThePoolIsDiscarded(t *testing.T) {
 	}
 }
 
-func TestLifecycle_ReleaseEndsInstancesOnceClosedOrFull(t *testing.T) {
+func TestLifecycle_ReleaseEndsInstancesOnceClosed(t *testing.T) {
 	bg := newBackground(nil)
-	l, ops, closed := newFakeLifecycle(bg)
+	l, ops, closed := newFakeLifecycleIn(newInstancePool(2, time.Second, nil), bg)
 	ctx := context.Background()
 	a, _ := l.acquire(ctx)
 	b, _ := l.acquire(ctx)
 	l.release(ctx, a)
-	l.release(ctx, b) // the pool holds one
 	closed.Store(true)
-	c, _ := l.acquire(ctx) // a, from the pool
-	l.release(ctx, c)
-	if _, discarded, _ := ops.counts(); !slices.Equal(discarded, []int{b, a}) {
-		t.Fatalf("discarded %v, want [%d %d]", discarded, b, a)
+	l.release(ctx, b)
+	if _, discarded, _ := ops.counts(); !slices.Equal(discarded, []int{b}) {
+		t.Fatalf("discarded %v, want [%d]", discarded, b)
 	}
 	closed.Store(false)
 	bg.close()
-	d, _ := l.acquire(ctx)
-	l.release(ctx, d)
-	if _, discarded, _ := ops.counts(); len(discarded) != 3 {
+	c, _ := l.acquire(ctx) // a, kept warm
+	l.release(ctx, c)
+	if _, discarded, _ := ops.counts(); !slices.Equal(discarded, []int{b, a}) {
 		t.Fatalf("discarded %v: a closing background must end released instances too", discarded)
+	}
+	if s := l.owner.pool.stats(); s.Busy+s.Idle != 0 {
+		t.Fatalf("pool %+v after every instance ended, want nothing live", s)
 	}
 }
 
@@ -164,14 +169,14 @@ func TestLifecycle_IdleDueWhileClosingIsAbandoned(t *testing.T) {
 	if _, _, abandoned := ops.counts(); !slices.Equal(abandoned, []int{v}) {
 		t.Fatalf("abandoned %v, want [%d]", abandoned, v)
 	}
-	if l.idle.pending() != nil {
-		t.Fatal("an abandoned instance still counts as idling")
+	if s := l.owner.pool.stats(); s.Idling != 0 || s.Busy != 0 {
+		t.Fatalf("pool %+v: an abandoned instance still holds its place", s)
 	}
 }
 
 func TestLifecycle_DrainEndsEveryPooledInstance(t *testing.T) {
 	ops := &fakeOps{dead: map[int]bool{}}
-	l := newLifecycle[int](ops, "fake", time.Second, 3, newBackground(nil), new(atomic.Bool))
+	l := newLifecycle[int](ops, "fake", newInstancePool(3, time.Second, nil), newBackground(nil), new(atomic.Bool))
 	ctx := context.Background()
 	var vs []int
 	for range 3 {
@@ -183,7 +188,7 @@ func TestLifecycle_DrainEndsEveryPooledInstance(t *testing.T) {
 	}
 	var ended []int
 	l.drain(func(v int) { ended = append(ended, v) })
-	if !slices.Equal(ended, vs) || len(l.pool) != 0 {
+	if !slices.Equal(ended, vs) || l.owner.pool.stats().Idle != 0 {
 		t.Fatalf("drained %v, want %v and an empty pool", ended, vs)
 	}
 }

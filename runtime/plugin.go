@@ -139,25 +139,31 @@ func loadInProcess(ctx context.Context, h *Host, p *Plugin, wasm []byte) (*inPro
 	r := &inProcess{mod: mod, skipIdle: h.cfg.skipIdle}
 	// The plugin's own background, so that closing the plugin stops its
 	// idle calls at once and waits for them before the module goes.
-	r.lifecycle = newLifecycle[*instance](r, p.name, h.eng.limits.timeout, h.cfg.poolSize, newBackground(h.eng.bg), &p.closed)
-	inst, err := mod.instantiate(ctx)
-	if err != nil {
+	r.lifecycle = newLifecycle[*instance](r, p.name, h.pool, newBackground(h.eng.bg), &p.closed)
+	fail := func(inst *instance, err error) (*inProcess, ModuleInfo, error) {
+		if inst != nil {
+			inst.close(ctx)
+			r.lost()
+		}
+		r.drain(func(*instance) {})
 		mod.close(ctx)
 		return nil, ModuleInfo{}, err
 	}
+	// The first instance takes its place in the host's pool like any
+	// call's.
+	inst, err := r.acquire(ctx)
+	if err != nil {
+		return fail(nil, err)
+	}
 	if _, err := mod.describe(ctx, inst); err != nil {
-		inst.close(ctx)
-		mod.close(ctx)
-		return nil, ModuleInfo{}, err
+		return fail(inst, err)
 	}
 	// The first idle call runs while loading, where it costs no caller
 	// anything; it tells the guest that this host calls idle before its
 	// first assignment, and lets it tidy up after its start-up.
 	if inst.idleFn != nil && !r.skipIdle {
 		if _, err := mod.idle(ctx, inst); err != nil {
-			inst.close(ctx)
-			mod.close(ctx)
-			return nil, ModuleInfo{}, err
+			return fail(inst, err)
 		}
 	}
 	r.release(ctx, inst)
@@ -192,6 +198,7 @@ func (r *inProcess) call(ctx context.Context, req *abi.Request) (*abi.Response, 
 	switch {
 	case err != nil && !keepsInstance(err):
 		inst.close(ctx) // trapped, timed out or out of memory: never reuse
+		r.lost()
 	case inst.idleFn != nil && !r.skipIdle:
 		r.releaseAfterIdle(inst, func(ctx context.Context) bool { return r.idleCall(ctx, inst) })
 	default:

@@ -301,7 +301,7 @@ func TestAssign_SameRequestSameBytesOnFreshAndReusedInstances(t *testing.T) {
 	forEachIsolation(t, func(t *testing.T, iso Isolation) {
 		req := smallRequest()
 		fresh := func() []byte {
-			h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithPoolSize(1))
+			h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithMaxInstances(1))
 			resp, err := loadArtefact(t, h, testGuest).Assign(context.Background(), "test-random", req)
 			if err != nil {
 				t.Fatal(err)
@@ -312,7 +312,7 @@ func TestAssign_SameRequestSameBytesOnFreshAndReusedInstances(t *testing.T) {
 		if !bytes.Equal(want, fresh()) {
 			t.Fatal("two fresh hosts answered the same request differently")
 		}
-		h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithPoolSize(1))
+		h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithMaxInstances(1))
 		p := loadArtefact(t, h, testGuest)
 		other := smallRequest()
 		other.GroupID = "other"
@@ -352,7 +352,7 @@ func TestGuest_MemoryStaysFlat(t *testing.T) {
 				name = "never idle"
 			}
 			t.Run(name, func(t *testing.T) {
-				cfg := NewConfig().WithIsolation(iso).WithPoolSize(1)
+				cfg := NewConfig().WithIsolation(iso).WithMaxInstances(1)
 				cfg.skipIdle = skipIdle
 				h, _ := newTestHost(t, cfg)
 				p := loadArtefact(t, h, testGuest)
@@ -424,7 +424,7 @@ func TestAssign_ChattyGuestIsRateLimited(t *testing.T) {
 
 func TestAssign_ConcurrentCallsAgree(t *testing.T) {
 	forEachIsolation(t, func(t *testing.T, iso Isolation) {
-		h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithPoolSize(2))
+		h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithMaxInstances(2))
 		p := loadArtefact(t, h, testGuest)
 		req := smallRequest()
 		want, err := p.Assign(context.Background(), "test-random", req)

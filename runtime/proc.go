@@ -404,7 +404,16 @@ type lineTail struct {
 // Guest output never reaches the worker's stderr (it crosses as LOG
 // frames), so a guest cannot fake this line.
 func isOutOfMemory(line string) bool {
-	return strings.HasPrefix(line, "fatal error: ") && strings.Contains(line, "out of memory")
+	switch {
+	case strings.HasPrefix(line, "fatal error: "):
+		return strings.Contains(line, "out of memory") || strings.Contains(line, "cannot allocate memory")
+	case strings.HasPrefix(line, "runtime: "):
+		// The runtime's own account before it throws, when the throw
+		// itself cannot be written in full: a thread or a heap arena
+		// refused (errno 12, ENOMEM).
+		return strings.Contains(line, "out of memory") || strings.Contains(line, "errno=12")
+	}
+	return false
 }
 
 func (t *lineTail) add(line string, oom bool) {
@@ -452,23 +461,35 @@ func (ph *procHost) load(ctx context.Context, p *Plugin, wasm []byte) (runner, M
 	lim := ph.cfg.limits
 	r := &procRunner{ph: ph, name: p.name, wasm: bytes.Clone(wasm), sink: p.sink,
 		reserve: shm.AlignUp(int64(max(lim.maxModuleBytes, 1<<30))) + shm.AlignUp(int64(lim.maxOutputBytes))}
-	r.lifecycle = newLifecycle[*workerProc](r, p.name, lim.timeout, ph.cfg.poolSize, ph.bg, &p.closed)
+	r.lifecycle = newLifecycle[*workerProc](r, p.name, p.host.pool, ph.bg, &p.closed)
 	ph.mu.Lock()
 	if ph.bg.isClosing() {
 		ph.mu.Unlock()
+		r.drain(func(*workerProc) {})
 		return nil, ModuleInfo{}, &Error{Plugin: p.name, Kind: ErrClosed}
 	}
 	ph.runners[r] = struct{}{}
 	ph.mu.Unlock()
-	w, loaded, err := r.spawnLoaded(ctx)
+	// The first worker takes its place in the host's pool like any call's.
+	var w *workerProc
 	var info ModuleInfo
+	s, err := r.owner.take(ctx)
 	if err == nil {
-		info, err = r.moduleInfo(loaded)
+		r.owner.endEvicted(s)
+		var loaded wire.Loaded
+		w, loaded, err = r.spawnLoaded(ctx)
+		if err == nil {
+			info, err = r.moduleInfo(loaded)
+			if err != nil {
+				w.close()
+			}
+		}
 		if err != nil {
-			w.close()
+			r.lost()
 		}
 	}
 	if err != nil {
+		r.drain(func(*workerProc) {})
 		ph.mu.Lock()
 		delete(ph.runners, r)
 		ph.mu.Unlock()
@@ -678,9 +699,10 @@ func (r *procRunner) abandon(w *workerProc) {
 }
 
 // refill starts one spare worker in the background after a kill, so that the
-// next call does not pay for the start. One refill runs per plugin at a
-// time; repeated failures back off and then give up, leaving the start to
-// the next call.
+// next call does not pay for the start, when the host's pool has a free
+// place and no call waits for one (a waiting call starts its own). One
+// refill runs per plugin at a time; repeated failures back off and then
+// give up, leaving the start to the next call.
 func (r *procRunner) refill() {
 	if !r.refilling.CompareAndSwap(false, true) {
 		return
@@ -690,12 +712,12 @@ func (r *procRunner) refill() {
 		ctx := r.ph.bg.ctx
 		backoff := refillBackoff
 		for range refillAttempts {
-			if r.closed.Load() || len(r.pool) == cap(r.pool) {
+			if r.closed.Load() || !r.owner.reserveSpare() {
 				return
 			}
 			w, _, err := r.spawnLoaded(ctx)
+			r.owner.spareStarted(w, err == nil)
 			if err == nil {
-				r.release(ctx, w)
 				return
 			}
 			if ctx.Err() != nil {
@@ -740,15 +762,14 @@ func (r *procRunner) call(ctx context.Context, req *abi.Request) (*abi.Response,
 			r.release(ctx, w)
 		case workerIdling:
 			r.idleThenRelease(w)
-		case workerGoneBefore:
+		default:
+			r.lost()
 			// acquire checks for a worker that died in the pool, but one
 			// can die between that check and the request: the call never
 			// reached it, so it goes to another worker, once.
-			if attempt == 0 {
+			if after == workerGoneBefore && attempt == 0 {
 				continue
 			}
-			r.refill()
-		default:
 			r.refill()
 		}
 		return resp, mem, err

@@ -39,20 +39,11 @@ func idlePids(t *testing.T, p *Plugin) []int {
 	if !ok {
 		t.Fatal("not a process-mode plugin")
 	}
-	var ws []*workerProc
-	for {
-		select {
-		case w := <-r.pool:
-			ws = append(ws, w)
-			continue
-		default:
-		}
-		break
-	}
-	pids := make([]int, len(ws))
-	for i, w := range ws {
-		pids[i] = w.pid
-		r.pool <- w
+	p.host.pool.mu.Lock()
+	defer p.host.pool.mu.Unlock()
+	var pids []int
+	for _, in := range r.owner.idle {
+		pids = append(pids, in.v.(*workerProc).pid)
 	}
 	return pids
 }
@@ -75,7 +66,7 @@ func waitFor(cond func() bool) bool {
 
 func TestWorker_TimeoutKillsLoopingGuestAndRefills(t *testing.T) {
 	const timeout = 200 * time.Millisecond
-	h, _ := newTestHost(t, processConfig().WithPoolSize(1).WithLimits(DefaultLimits().WithTimeout(timeout)))
+	h, _ := newTestHost(t, processConfig().WithMaxInstances(1).WithLimits(DefaultLimits().WithTimeout(timeout)))
 	p := loadArtefact(t, h, "testdata/hostile/loop.wasm")
 	for round := range 2 {
 		before := idlePids(t, p)
@@ -106,7 +97,7 @@ func TestWorker_TimeoutKillsLoopingGuestAndRefills(t *testing.T) {
 }
 
 func TestWorker_DeadlineOrCancelOfTheCallerKillsAndNextCallSucceeds(t *testing.T) {
-	h, _ := newTestHost(t, processConfig().WithPoolSize(1))
+	h, _ := newTestHost(t, processConfig().WithMaxInstances(1))
 	p := loadArtefact(t, h, testGuest)
 	big := uniformRequest(500, 200, 1000) // 200,000 partitions: far longer than the caller waits
 	tests := []struct {
@@ -148,7 +139,7 @@ func TestWorker_DeadlineOrCancelOfTheCallerKillsAndNextCallSucceeds(t *testing.T
 }
 
 func TestWorker_TrapKeepsTheWorkerAlive(t *testing.T) {
-	h, _ := newTestHost(t, processConfig().WithPoolSize(1))
+	h, _ := newTestHost(t, processConfig().WithMaxInstances(1))
 	p := loadArtefact(t, h, "testdata/hostile/trap.wasm")
 	before := idlePids(t, p)
 	for round := range 3 {
@@ -162,7 +153,7 @@ func TestWorker_TrapKeepsTheWorkerAlive(t *testing.T) {
 }
 
 func TestWorker_DiedMidCallIsTrapAndPoolRecovers(t *testing.T) {
-	h, _ := newTestHost(t, processConfig().WithPoolSize(1).WithLimits(DefaultLimits().WithTimeout(5*time.Second)))
+	h, _ := newTestHost(t, processConfig().WithMaxInstances(1).WithLimits(DefaultLimits().WithTimeout(5*time.Second)))
 	p := loadArtefact(t, h, "testdata/hostile/loop.wasm")
 	pid := idlePids(t, p)[0]
 	time.AfterFunc(100*time.Millisecond, func() { syscall.Kill(pid, syscall.SIGKILL) })
@@ -190,7 +181,7 @@ const (
 // a limit on its private writable memory (RLIMIT_DATA) of the guest's
 // memory limit and the worker's overhead.
 func TestWorker_MemoryLimitHoldsTheWholeProcess(t *testing.T) {
-	h, _ := newTestHost(t, processConfig().WithPoolSize(1).WithLimits(DefaultLimits().WithMemoryLimitMB(smallMemoryLimitMB)))
+	h, _ := newTestHost(t, processConfig().WithMaxInstances(1).WithLimits(DefaultLimits().WithMemoryLimitMB(smallMemoryLimitMB)))
 	p := loadArtefact(t, h, cGuest)
 	pid := idlePids(t, p)[0]
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
@@ -238,7 +229,7 @@ func TestWorker_CompileOverTheMemoryLimitIsOutOfMemory(t *testing.T) {
 // plugin still answers.
 func TestWorker_TableGrowthIsHeldByTheMemoryLimit(t *testing.T) {
 	lim := DefaultLimits().WithMemoryLimitMB(smallMemoryLimitMB).WithTimeout(10 * time.Second)
-	h, _ := newTestHost(t, processConfig().WithPoolSize(1).WithLimits(lim))
+	h, _ := newTestHost(t, processConfig().WithMaxInstances(1).WithLimits(lim))
 	good := loadArtefact(t, h, cGuest)
 	p := loadArtefact(t, h, "testdata/hostile/table-bomb.wasm")
 	before := residentBytes(t)
@@ -293,7 +284,7 @@ func TestWorker_GuestLogsReachTheParentLogger(t *testing.T) {
 }
 
 func TestWorker_CloseReapsIdleAndBusyWorkers(t *testing.T) {
-	h, err := NewHost(context.Background(), processConfig().WithPoolSize(2).
+	h, err := NewHost(context.Background(), processConfig().WithMaxInstances(2).
 		WithCompilationCacheDir(os.Getenv("WASMASSIGN_TEST_CACHE")).
 		WithLimits(DefaultLimits().WithTimeout(time.Minute)))
 	if err != nil {
@@ -415,7 +406,7 @@ func TestWorker_HostileWorkerOutputIsAProtocolError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, _ := newTestHost(t, processConfig().WithPoolSize(1).WithWorkerCommand(fakeWorker(t, tt.then)))
+			h, _ := newTestHost(t, processConfig().WithMaxInstances(1).WithWorkerCommand(fakeWorker(t, tt.then)))
 			p := loadArtefact(t, h, cGuest)
 			if p.Info().Assignors[0].Name != "fake" {
 				t.Fatalf("loaded %+v, want the fake worker's description", p.Info())
@@ -445,7 +436,7 @@ func TestWorker_MatchesInProcess(t *testing.T) {
 	// not once per test run.
 	cache := filepath.Join(os.TempDir(), "wasmassign-test-cache")
 	registry := func(iso Isolation) (*Registry, error) {
-		h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithPoolSize(1).WithCompilationCacheDir(cache))
+		h, _ := newTestHost(t, NewConfig().WithIsolation(iso).WithMaxInstances(1).WithCompilationCacheDir(cache))
 		reg := NewRegistry(h)
 		return reg, reg.LoadBuiltins(ctx, builtin.FS())
 	}
@@ -563,7 +554,7 @@ func randomRequest(rng *rand.Rand) *abi.Request {
 }
 
 func TestWorker_IdleWorkerThatDiedIsReplacedWithoutFailingTheCall(t *testing.T) {
-	h, _ := newTestHost(t, processConfig().WithPoolSize(1))
+	h, _ := newTestHost(t, processConfig().WithMaxInstances(1))
 	p := loadArtefact(t, h, cGuest)
 	pid := idlePids(t, p)[0]
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -609,7 +600,7 @@ func TestWorker_HostileIdlePhaseIsKilledAndNoCallerFails(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			then := append(frame(wire.TypeResult, result.Encode()), tt.after...)
-			h, logs := newTestHost(t, processConfig().WithPoolSize(1).WithWorkerCommand(fakeWorker(t, then)).
+			h, logs := newTestHost(t, processConfig().WithMaxInstances(1).WithWorkerCommand(fakeWorker(t, then)).
 				WithLimits(DefaultLimits().WithTimeout(300*time.Millisecond)))
 			p := loadArtefact(t, h, cGuest)
 			pid := idlePids(t, p)[0]

@@ -131,18 +131,38 @@ func pluginsCmd(ctx context.Context, e *env, args []string) error {
 	if err := a.get(ctx, "/v1/plugins", &plugins); err != nil {
 		return err
 	}
+	var pool admin.Pool
+	if err := a.get(ctx, "/v1/plugins/pool", &pool); err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLUGIN\tSTATUS\tABI\tASSIGNORS\tSHA256\tFILE\tLAST ERROR")
+	fmt.Fprintln(tw, "PLUGIN\tSTATUS\tABI\tASSIGNORS\tBUSY\tIDLE\tQUEUED\tSHA256\tFILE\tLAST ERROR")
 	for _, p := range plugins {
 		sum := p.SHA256
 		if len(sum) > 12 {
 			sum = sum[:12]
 		}
 		// Assignor names and errors are the plugins' own text.
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termtext.Escape(p.Name), p.Status, p.ABIVersion,
-			strings.Join(termtext.EscapeAll(p.Assignors), ","), dash(sum), termtext.Escape(p.File), dash(termtext.Escape(p.LastError)))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", termtext.Escape(p.Name), p.Status, p.ABIVersion,
+			strings.Join(termtext.EscapeAll(p.Assignors), ","), p.Instances.Busy, p.Instances.Idle+p.Instances.Idling, p.Instances.Queued,
+			dash(sum), termtext.Escape(p.File), dash(termtext.Escape(p.LastError)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	mean := 0.0
+	if pool.Waits > 0 {
+		mean = pool.WaitSeconds / float64(pool.Waits)
+	}
+	_, err := fmt.Fprintf(e.stdout, "\ninstances: %d busy, %d idle, %d starting, of at most %d; %d calls queued\nqueue: %d calls waited, mean %s, longest %s; %d overloads\n",
+		pool.Busy, pool.Idle+pool.Idling, pool.Starting, pool.Size, pool.Queued, pool.Waits,
+		seconds(mean), seconds(pool.WaitMaxSeconds), pool.Overloads)
+	return err
+}
+
+// seconds renders a duration given in seconds, to the millisecond.
+func seconds(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond)
 }
 
 func dash(s string) string {

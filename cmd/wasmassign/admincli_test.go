@@ -39,7 +39,7 @@ func TestGroupsAndPlugins_ReadARunningDaemon(t *testing.T) {
 		t.Errorf("groups cli-group: exit %d\n%s%s", code, out, stderr)
 	}
 	code, out, stderr = wasmassign(t, "plugins", "--admin", d.admin)
-	if code != 0 || !strings.Contains(out, "cooperative-sticky") || !strings.Contains(out, "ok") {
+	if code != 0 || !strings.Contains(out, "cooperative-sticky") || !strings.Contains(out, "ok") || !strings.Contains(out, "instances: ") || !strings.Contains(out, "0 overloads") {
 		t.Errorf("plugins: exit %d\n%s%s", code, out, stderr)
 	}
 	code, _, stderr = wasmassign(t, "groups", "--admin", d.admin, "no-such-group")

@@ -34,6 +34,40 @@ type Plugin struct {
 	LastError string `json:"last_error,omitempty"`
 	// Builtin is true for modules embedded in the binary.
 	Builtin bool `json:"builtin"`
+	// Instances is the module's share of the plugin host's pool now.
+	Instances Instances `json:"instances"`
+}
+
+// Instances counts one module's instances (worker processes, in process
+// isolation) by state, and its calls waiting for one.
+type Instances struct {
+	Busy   int `json:"busy"`
+	Idle   int `json:"idle"`
+	Idling int `json:"idling"`
+	Queued int `json:"queued"`
+}
+
+// Pool is the plugin host's pool of instances, shared by every module, as
+// /v1/plugins/pool shows it: what an operator sizes plugins.workers by.
+type Pool struct {
+	// Size is the most instances the host runs at once.
+	Size int `json:"size"`
+	// Busy, Idle, Idling (in the guest's idle call after a call) and
+	// Starting (spares, started in the background) count the instances
+	// by state; Queued counts the calls waiting for one.
+	Busy     int `json:"busy"`
+	Idle     int `json:"idle"`
+	Idling   int `json:"idling"`
+	Starting int `json:"starting"`
+	Queued   int `json:"queued"`
+	// Waits counts the calls that had to wait since start-up; their wait
+	// took WaitSeconds together, and at most WaitMaxSeconds.
+	Waits          uint64  `json:"waits"`
+	WaitSeconds    float64 `json:"wait_seconds"`
+	WaitMaxSeconds float64 `json:"wait_max_seconds"`
+	// Overloads counts the calls that waited past plugins.queue_timeout
+	// and were asked again.
+	Overloads uint64 `json:"overloads"`
 }
 
 // Group is one managed group, as /v1/groups/{id} shows it. The field names
@@ -86,6 +120,8 @@ type Source interface {
 	Ready(ctx context.Context) error
 	// Plugins lists the loaded plugin modules.
 	Plugins() []Plugin
+	// Pool reports the plugin host's pool of instances.
+	Pool() Pool
 	// Groups lists the managed groups, Empty ones included until their
 	// retention ends.
 	Groups() []GroupSummary
@@ -131,6 +167,9 @@ func NewHandler(src Source, opt Options) http.Handler {
 	}
 	protected.HandleFunc("GET /v1/plugins", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, logger, nonNil(src.Plugins()))
+	})
+	protected.HandleFunc("GET /v1/plugins/pool", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, logger, src.Pool())
 	})
 	protected.HandleFunc("GET /v1/groups", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, logger, nonNil(src.Groups()))

@@ -24,6 +24,9 @@ func (f *fakeSource) Ready(context.Context) error { return f.ready }
 func (f *fakeSource) Plugins() []Plugin {
 	return []Plugin{{Name: "range", File: "builtin:range.wasm", SHA256: "ab", ABIVersion: 1, Assignors: []string{"range"}, Status: "ok", Builtin: true}}
 }
+func (f *fakeSource) Pool() Pool {
+	return Pool{Size: 2, Busy: 1, Idle: 1, Queued: 3, Waits: 9, WaitSeconds: 1.5, WaitMaxSeconds: 0.5, Overloads: 1}
+}
 func (f *fakeSource) Groups() []GroupSummary {
 	var out []GroupSummary
 	for id, g := range f.groups {
@@ -119,6 +122,7 @@ func TestRoutes_StatusCodes(t *testing.T) {
 		{"ready", newFake(), "/readyz", 200, "ready"},
 		{"not ready names the cause", notReady, "/readyz", 503, "upstream unreachable"},
 		{"plugins", newFake(), "/v1/plugins", 200, `"abi_version": 1`},
+		{"plugin pool", newFake(), "/v1/plugins/pool", 200, `"overloads": 1`},
 		{"groups", newFake(), "/v1/groups", 200, `"group": "g"`},
 		{"unknown group", newFake(), "/v1/groups/nope", 404, `no managed group \"nope\"`},
 		{"unknown group picture", newFake(), "/v1/groups/nope/assignment.svg", 404, "nope"},
@@ -136,7 +140,7 @@ func TestRoutes_StatusCodes(t *testing.T) {
 
 func TestToken_ProtectsEverythingButHealthz(t *testing.T) {
 	h := NewHandler(newFake(), Options{Token: "s3cret", Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "m") })})
-	for _, path := range []string{"/readyz", "/metrics", "/v1/plugins", "/v1/groups", "/v1/groups/g", "/v1/groups/g/assignment.svg"} {
+	for _, path := range []string{"/readyz", "/metrics", "/v1/plugins", "/v1/plugins/pool", "/v1/groups", "/v1/groups/g", "/v1/groups/g/assignment.svg"} {
 		if resp, _ := get(t, h, path, ""); resp.StatusCode != 401 {
 			t.Errorf("%s without token: %d, want 401", path, resp.StatusCode)
 		}

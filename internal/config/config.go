@@ -167,6 +167,15 @@ type Plugins struct {
 	// worker process at it and 256 MiB more for its runtime, the compiler
 	// and the guest's tables.
 	MemoryLimitMB int
+	// Workers bounds the plugin instances (worker processes, on Linux)
+	// running at once across every plugin; assignments beyond them wait
+	// in a first-come, first-served queue. Zero takes the machine's
+	// default: its cores, and at least 2.
+	Workers int
+	// QueueTimeout bounds an assignment's wait in that queue; past it the
+	// call is an overload (counted, logged, and tried again while the
+	// rebalance's assignment_timeout allows), never a plugin failure.
+	QueueTimeout time.Duration
 }
 
 // Log configures the daemon's log.
@@ -343,6 +352,8 @@ type file struct {
 		AssignmentTimeout *string `toml:"assignment_timeout"`
 		CompileTimeout    *string `toml:"compile_timeout"`
 		MemoryLimitMB     *int    `toml:"memory_limit_mb"`
+		Workers           *int    `toml:"workers"`
+		QueueTimeout      *string `toml:"queue_timeout"`
 	} `toml:"plugins"`
 	Log struct {
 		Level  string `toml:"level"`
@@ -578,6 +589,26 @@ func (c *Config) plugins(f *file, dir string) error {
 	// starts.
 	if p.MemoryLimitMB < 16 || p.MemoryLimitMB > 4096 {
 		return c.errorf("plugins.memory_limit_mb", "%d out of range 16-4096", p.MemoryLimitMB)
+	}
+	if f.Plugins.Workers != nil {
+		p.Workers = *f.Plugins.Workers
+		// Each worker is a process of tens of MiB: past a thousand the
+		// machine, not the bound, is the limit.
+		if p.Workers < 1 || p.Workers > 1024 {
+			return c.errorf("plugins.workers", "%d out of range 1-1024", p.Workers)
+		}
+	}
+	// By default a queued call still has its own timeout's worth of the
+	// rebalance's bound left when it gives up waiting.
+	queueDefault := min(10*time.Second, max(p.AssignmentTimeout-p.Timeout, p.AssignmentTimeout/2))
+	if p.QueueTimeout, err = c.duration("plugins.queue_timeout", f.Plugins.QueueTimeout, queueDefault); err != nil {
+		return err
+	}
+	if p.QueueTimeout <= 0 {
+		return c.errorf("plugins.queue_timeout", "must be positive")
+	}
+	if f.Plugins.QueueTimeout != nil && p.QueueTimeout+p.Timeout > p.AssignmentTimeout {
+		return c.errorf("plugins.queue_timeout", "%v and plugins.timeout (%v) exceed plugins.assignment_timeout (%v): a queued call could not finish in time", p.QueueTimeout, p.Timeout, p.AssignmentTimeout)
 	}
 	return nil
 }

@@ -43,6 +43,8 @@ dir = "plugins.d"
 timeout = "2s"
 compile_timeout = "20s"
 memory_limit_mb = 512
+workers = 3
+queue_timeout = "5s"
 
 [[groups]]
 match = "*"
@@ -75,6 +77,9 @@ func TestParse_DocumentedExample(t *testing.T) {
 	if c.Upstream.BrokerRacks[0] != "az-a" || c.Upstream.MetadataRefresh != 10*time.Second || c.Upstream.MetadataWait != 2*time.Second {
 		t.Errorf("upstream %+v", c.Upstream)
 	}
+	if c.Plugins.Workers != 3 || c.Plugins.QueueTimeout != 5*time.Second {
+		t.Errorf("plugin pool %d workers, queue timeout %v; want 3 and 5s", c.Plugins.Workers, c.Plugins.QueueTimeout)
+	}
 	if c.Plugins.Dir != "/etc/wasmassign/plugins.d" || c.Server.StateDir != "/etc/wasmassign/state" {
 		t.Errorf("paths not resolved against the file's directory: %q %q", c.Plugins.Dir, c.Server.StateDir)
 	}
@@ -99,7 +104,8 @@ func TestParse_DocumentedExample(t *testing.T) {
 
 func TestDefault_ManagesEveryGroupOnTheEmbeddedCluster(t *testing.T) {
 	c := Default()
-	if !c.Upstream.IsEmbedded() || c.Plugins.Dir != "" || c.Plugins.Timeout != 2*time.Second || c.Plugins.CompileTimeout != 20*time.Second || c.Plugins.MemoryLimitMB != 512 {
+	if !c.Upstream.IsEmbedded() || c.Plugins.Dir != "" || c.Plugins.Timeout != 2*time.Second || c.Plugins.CompileTimeout != 20*time.Second || c.Plugins.MemoryLimitMB != 512 ||
+		c.Plugins.Workers != 0 || c.Plugins.QueueTimeout != 10*time.Second {
 		t.Errorf("defaults %+v", c)
 	}
 	if _, ok := c.GroupFor("any-group"); !ok {
@@ -124,6 +130,11 @@ func TestParse_BadInputNamesFileAndKey(t *testing.T) {
 		{"memory too big", "[plugins]\nmemory_limit_mb = 8192", "plugins.memory_limit_mb", "out of range"},
 		{"bad compile timeout", "[plugins]\ncompile_timeout = \"soon\"", "plugins.compile_timeout", "duration"},
 		{"zero compile timeout", "[plugins]\ncompile_timeout = \"0s\"", "plugins.compile_timeout", "positive"},
+		{"no workers", "[plugins]\nworkers = 0", "plugins.workers", "out of range"},
+		{"too many workers", "[plugins]\nworkers = 100000", "plugins.workers", "out of range"},
+		{"bad queue timeout", "[plugins]\nqueue_timeout = \"later\"", "plugins.queue_timeout", "duration"},
+		{"zero queue timeout", "[plugins]\nqueue_timeout = \"0s\"", "plugins.queue_timeout", "positive"},
+		{"queue timeout past the assignment timeout", "[plugins]\nqueue_timeout = \"19s\"", "plugins.queue_timeout", "exceed plugins.assignment_timeout"},
 		{"tls cert alone", "[server]\ntls_cert = \"c.pem\"", "server.tls_cert", "together"},
 		{"negative metadata wait", "[upstream]\nmetadata_wait = \"-1s\"", "upstream.metadata_wait", "negative"},
 		{"bad sasl", "[upstream]\nsasl_mechanism = \"GSSAPI\"", "upstream.sasl_mechanism", "GSSAPI"},

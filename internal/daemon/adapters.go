@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -71,6 +72,17 @@ func (h driverHooks) OnUpstreamError(kind string) { h.m.UpstreamError(kind) }
 
 func (h driverHooks) OnAssignmentTimedOut(string) { h.m.AssignmentTimedOut() }
 
+func (h driverHooks) OnPluginOverload(assignor string) { h.m.PluginOverload(assignor) }
+
+// hostHooks feeds the plugin host's hooks into the metrics.
+type hostHooks struct{ m *metrics.Metrics }
+
+func (h hostHooks) OnQueueWait(plugin string, wait time.Duration, overloaded bool) {
+	h.m.PluginQueueWait(filepath.Base(plugin), wait)
+}
+
+var _ wasmruntime.HookQueueWait = hostHooks{}
+
 // The daemon's metrics miss nothing the driver reports.
 var _ interface {
 	driver.HookPluginCall
@@ -80,4 +92,5 @@ var _ interface {
 	driver.HookRebalanceStorm
 	driver.HookUpstreamError
 	driver.HookAssignmentTimedOut
+	driver.HookPluginOverload
 } = driverHooks{}

@@ -64,9 +64,12 @@ func (s *adminSource) Plugins() []admin.Plugin {
 		}
 		p.Assignors = append(p.Assignors, a.Info.Name)
 	}
+	pool := s.d.host.PoolStats()
 	out := make([]admin.Plugin, 0, len(order))
 	for _, p := range order {
 		slices.Sort(byPlugin[p].Assignors)
+		in := pool.Plugins[p.Name()]
+		byPlugin[p].Instances = admin.Instances{Busy: in.Busy, Idle: in.Idle, Idling: in.Idling, Queued: in.Queued}
 		out = append(out, *byPlugin[p])
 	}
 	for _, f := range listed {
@@ -79,6 +82,13 @@ func (s *adminSource) Plugins() []admin.Plugin {
 }
 
 // describe is the admin view of a's plugin, without its assignors.
+// Pool reports the plugin host's pool.
+func (s *adminSource) Pool() admin.Pool {
+	p := s.d.host.PoolStats()
+	return admin.Pool{Size: p.Size, Busy: p.Busy, Idle: p.Idle, Idling: p.Idling, Starting: p.Starting, Queued: p.Queued,
+		Waits: p.Waits, WaitSeconds: p.WaitTotal.Seconds(), WaitMaxSeconds: p.WaitMax.Seconds(), Overloads: p.Overloads}
+}
+
 func (s *adminSource) describe(a *wasmruntime.Assignor, files map[string]pluginreload.File) *admin.Plugin {
 	name := a.Plugin.Name()
 	p := &admin.Plugin{Name: pluginName(name), File: name, ABIVersion: uint32(a.Plugin.Info().ABIVersion), Status: "ok", Builtin: a.Builtin}

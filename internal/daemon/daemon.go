@@ -145,17 +145,26 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 		WithTimeout(cfg.Plugins.Timeout).
 		WithCompileTimeout(cfg.Plugins.CompileTimeout).
 		WithMemoryLimitMB(uint32(cfg.Plugins.MemoryLimitMB))
-	if d.host, err = wasmruntime.NewHost(ctx, wasmruntime.NewConfig().WithLimits(lim).WithLogger(log).WithCompilationCacheDir(cacheDir)); err != nil {
-		return d, fmt.Errorf("plugin host: %w", err)
-	}
-	d.registry = wasmruntime.NewRegistry(d.host)
-	if err := d.registry.LoadBuiltins(ctx, builtin.FS()); err != nil {
-		return d, err
-	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(promReg, cfg.Server.MetricsGroupCap)
 	d.metrics = m
+	hostCfg := wasmruntime.NewConfig().WithLimits(lim).WithLogger(log).WithCompilationCacheDir(cacheDir).
+		WithQueueTimeout(cfg.Plugins.QueueTimeout).WithHooks(hostHooks{m})
+	if cfg.Plugins.Workers > 0 {
+		hostCfg = hostCfg.WithMaxInstances(cfg.Plugins.Workers)
+	}
+	if d.host, err = wasmruntime.NewHost(ctx, hostCfg); err != nil {
+		return d, fmt.Errorf("plugin host: %w", err)
+	}
+	m.WatchPluginPool(func() metrics.PluginPool {
+		s := d.host.PoolStats()
+		return metrics.PluginPool{Size: s.Size, Busy: s.Busy, Idle: s.Idle, Idling: s.Idling, Starting: s.Starting, Queued: s.Queued}
+	})
+	d.registry = wasmruntime.NewRegistry(d.host)
+	if err := d.registry.LoadBuiltins(ctx, builtin.FS()); err != nil {
+		return d, err
+	}
 	if d.cluster != nil {
 		registerEmbeddedConnections(promReg, d.cluster)
 	}
@@ -191,7 +200,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 		Coordinator:   ccfg,
 		Plugins:       plugins,
 		Forwarder:     d.offsets,
-		PluginTimeout: cfg.Plugins.Timeout + time.Second,
+		PluginTimeout: cfg.Plugins.QueueTimeout + cfg.Plugins.Timeout + time.Second,
 		IDSeed:        binary.LittleEndian.Uint64(seed[:]),
 		Restore:       saved,
 		Persist:       stateSaver(cfg.Server.StateDir, log),

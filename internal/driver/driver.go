@@ -49,7 +49,7 @@ type Config struct {
 	Plugins     PluginRunner
 	Forwarder   Forwarder
 	// PluginTimeout bounds one assignor call, on top of the runtime's own
-	// limit; default 10s.
+	// limits: its wait for an instance and its run; default 10s.
 	PluginTimeout time.Duration
 	// ForwardTimeout bounds one upstream forward; default 30s.
 	ForwardTimeout time.Duration
@@ -544,6 +544,10 @@ func (d *Driver) forward(f coordinator.Forward) {
 // reasoned is implemented by the runtime's errors.
 type reasoned interface{ Reason() string }
 
+// overloaded is the reason of a runtime error for a call that waited past
+// the host's queue timeout and never ran.
+const overloaded = "overloaded"
+
 // run calls the assignor off the loop and feeds the answer back.
 func (d *Driver) run(j coordinator.Job) {
 	if prev := d.assignor[j.Group]; j.Attempt > 0 {
@@ -566,9 +570,16 @@ func (d *Driver) run(j coordinator.Job) {
 				reason = r.Reason()
 			}
 		}
-		each(d.cfg.Hooks, func(h HookPluginCall) { h.OnPluginCall(j.Assignor, took, reason) })
-		if err != nil {
-			d.log.Warn("assignor failed", "group", j.Group, "generation", j.Generation, "assignor", j.Assignor, "attempt", j.Attempt, "err", err)
+		if reason == overloaded {
+			// The call never ran: the host's queue was full of others.
+			each(d.cfg.Hooks, func(h HookPluginOverload) { h.OnPluginOverload(j.Assignor) })
+			d.log.Warn("plugin host overloaded: the assignment waits its turn again", "group", j.Group, "generation", j.Generation, "assignor", j.Assignor, "err", err)
+			err = fmt.Errorf("%w: %w", coordinator.ErrRunnerBusy, err)
+		} else {
+			each(d.cfg.Hooks, func(h HookPluginCall) { h.OnPluginCall(j.Assignor, took, reason) })
+			if err != nil {
+				d.log.Warn("assignor failed", "group", j.Group, "generation", j.Generation, "assignor", j.Assignor, "attempt", j.Attempt, "err", err)
+			}
 		}
 		d.do(func() { d.apply(d.coord.AssignmentDone(d.now(), j.ID, resp, err)) })
 	}()

@@ -19,6 +19,7 @@ import (
 	"github.com/wasmassign/wasmassign/internal/driver"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 	"github.com/wasmassign/wasmassign/plugins/builtin"
+	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
@@ -570,5 +571,120 @@ func TestDriver_CloseSavesTheLastState(t *testing.T) {
 	}
 	if last := saves[len(saves)-1]; len(last) != 1 || last[0].Group != "g" {
 		t.Errorf("Close saved %+v, want group g", last)
+	}
+}
+
+// overloadedRunner answers the first calls as a plugin host whose queue
+// stayed full, then runs the range plugin natively.
+type overloadedRunner struct {
+	mu      sync.Mutex
+	refused int
+	calls   []string
+}
+
+type overloadErr struct{}
+
+func (overloadErr) Error() string {
+	return "plugin \"builtin:range\": overloaded: waited 10s for an instance"
+}
+func (overloadErr) Reason() string { return "overloaded" }
+
+func (r *overloadedRunner) Assign(_ context.Context, name string, req *abi.Request) (*abi.Response, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, name)
+	if r.refused < 2 {
+		r.refused++
+		return nil, overloadErr{}
+	}
+	return rangeassignor.Assign(req)
+}
+
+type countingHooks struct {
+	mu                          sync.Mutex
+	overloads, calls, fallbacks int
+}
+
+func (h *countingHooks) OnPluginOverload(string) { h.mu.Lock(); h.overloads++; h.mu.Unlock() }
+func (h *countingHooks) OnPluginCall(string, time.Duration, string) {
+	h.mu.Lock()
+	h.calls++
+	h.mu.Unlock()
+}
+func (h *countingHooks) OnFallback(string, string) { h.mu.Lock(); h.fallbacks++; h.mu.Unlock() }
+
+// TestDriver_AnOverloadedHostIsNoPluginFailure: a call that never ran for
+// want of a plugin instance is counted as an overload, never as a plugin
+// call or a fallback, and the group still gets its own assignor's answer.
+func TestDriver_AnOverloadedHostIsNoPluginFailure(t *testing.T) {
+	runner := &overloadedRunner{}
+	hooks := &countingHooks{}
+	d, err := driver.Start(driver.Config{
+		Coordinator: coordinator.Config{Default: coordinator.GroupConfig{InitialRebalanceDelay: -1, Fallback: "roundrobin"}, Served: coordinator.ServedProtocols{"range": "range"}},
+		Plugins:     runner,
+		Forwarder:   acceptAll{},
+		Logger:      testLogger(),
+		Hooks:       []driver.Hook{hooks},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	md := &coordinator.Metadata{Brokers: []coordinator.Broker{{ID: 1}}, Topics: map[string]coordinator.TopicMetadata{}}
+	tm := coordinator.TopicMetadata{}
+	for range 4 {
+		tm.Partitions = append(tm.Partitions, coordinator.PartitionMetadata{Leader: 1, Replicas: []int32{1}, ISR: []int32{1}})
+	}
+	md.Topics[topic] = tm
+	if err := d.SetMetadata(md, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := waitCtx(t, 10*time.Second)
+	client := coordinator.Client{ID: "c", Host: "/127.0.0.1"}
+	meta := kmsg.ConsumerMemberMetadata{Topics: []string{topic}}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(5)
+	join.Group, join.MemberID, join.ProtocolType = group, "", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
+	resp, err := d.Handle(ctx, client, join)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jr := resp.(*kmsg.JoinGroupResponse); jr.ErrorCode == kerr.MemberIDRequired.Code {
+		join.MemberID = jr.MemberID
+		if resp, err = d.Handle(ctx, client, join); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jr := resp.(*kmsg.JoinGroupResponse)
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(jr.ErrorCode))
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.SetVersion(3)
+	sync.Group, sync.MemberID, sync.Generation = group, jr.MemberID, jr.Generation
+	resp, err = d.Handle(ctx, client, sync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := resp.(*kmsg.SyncGroupResponse)
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(sr.MemberAssignment); err != nil || sr.ErrorCode != 0 {
+		t.Fatalf("sync: %v, assignment %v", kerr.ErrorForCode(sr.ErrorCode), err)
+	}
+	if len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 4 {
+		t.Fatalf("assignment %+v, want the 4 partitions", a.Topics)
+	}
+	runner.mu.Lock()
+	calls := slices.Clone(runner.calls)
+	runner.mu.Unlock()
+	if !slices.Equal(calls, []string{"range", "range", "range"}) {
+		t.Errorf("assignors called %v, want range three times: never the fallback", calls)
+	}
+	hooks.mu.Lock()
+	defer hooks.mu.Unlock()
+	if hooks.overloads != 2 || hooks.calls != 1 || hooks.fallbacks != 0 {
+		t.Errorf("hooks saw %d overloads, %d plugin calls, %d fallbacks; want 2, 1, 0", hooks.overloads, hooks.calls, hooks.fallbacks)
 	}
 }

@@ -47,6 +47,13 @@ type HookAssignmentTimedOut interface {
 	OnAssignmentTimedOut(group string)
 }
 
+// HookPluginOverload is called when an assignor call never ran because the
+// plugin host had no instance for it in time: an overload, not a failure
+// of the plugin. The coordinator asks the same assignor again.
+type HookPluginOverload interface {
+	OnPluginOverload(assignor string)
+}
+
 // HookUpstreamError is called when a forward to the upstream cluster
 // fails; kind is "forward".
 type HookUpstreamError interface {

@@ -50,7 +50,10 @@ type Metrics struct {
 	storms             *prometheus.CounterVec
 	pluginReloads      *prometheus.CounterVec
 	pluginsLoaded      prometheus.Gauge
+	pluginOverloads    *prometheus.CounterVec
+	pluginQueueWait    *prometheus.HistogramVec
 
+	reg    prometheus.Registerer
 	groups *groupLabels
 }
 
@@ -149,9 +152,19 @@ func New(reg prometheus.Registerer, groupCap int) *Metrics {
 			Name: "wasmassign_plugins_loaded",
 			Help: "Plugin modules in service, built-ins included.",
 		}),
+		pluginOverloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmassign_plugin_overloads_total",
+			Help: "Assignor calls that waited past plugins.queue_timeout for a plugin instance and never ran; the assignor is asked again.",
+		}, []string{"assignor"}),
+		pluginQueueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wasmassign_plugin_queue_wait_seconds",
+			Help:    "Time plugin calls waited for an instance of the plugin host's pool before running.",
+			Buckets: durations,
+		}, []string{"plugin"}),
+		reg:    reg,
 		groups: newGroupLabels(groupCap),
 	}
-	reg.MustRegister(m.rebalances, m.rebalanceDuration, m.movedPartitions, m.withheldPartitions,
+	reg.MustRegister(m.pluginOverloads, m.pluginQueueWait, m.rebalances, m.rebalanceDuration, m.movedPartitions, m.withheldPartitions,
 		m.groupMembers, m.groupGeneration, m.unassigned, m.rackLocality,
 		m.pluginCalls, m.pluginFailures, m.fallbacks, m.proxyRequests, m.proxyLatency,
 		m.upstreamErrors, m.topicErrors, m.assignTimeouts, m.splitBrain, m.storms, m.pluginReloads, m.pluginsLoaded)
@@ -226,6 +239,56 @@ func (m *Metrics) PluginCall(assignor string, d time.Duration, reason string) {
 		m.pluginFailures.WithLabelValues(assignor, reason).Inc()
 	}
 }
+
+// PluginOverload records an assignor call that never ran because the
+// plugin host's queue held it past its bound.
+func (m *Metrics) PluginOverload(assignor string) { m.pluginOverloads.WithLabelValues(assignor).Inc() }
+
+// PluginQueueWait records how long one call of plugin waited for an
+// instance.
+func (m *Metrics) PluginQueueWait(plugin string, d time.Duration) {
+	m.pluginQueueWait.WithLabelValues(plugin).Observe(d.Seconds())
+}
+
+// PluginPool is a snapshot of the plugin host's pool of instances.
+type PluginPool struct {
+	Size                         int
+	Busy, Idle, Idling, Starting int
+	Queued                       int
+}
+
+// WatchPluginPool exports the pool that read reports, read at every scrape:
+// instances by state, the bound, and the calls queued.
+func (m *Metrics) WatchPluginPool(read func() PluginPool) {
+	states := prometheus.NewDesc("wasmassign_plugin_instances", "Plugin instances (worker processes, in process isolation) by state: busy in a call, idle and warm, idling in the guest's idle call, starting as a spare.", []string{"state"}, nil)
+	size := prometheus.NewDesc("wasmassign_plugin_instances_max", "The most plugin instances the host runs at once (plugins.workers).", nil, nil)
+	queued := prometheus.NewDesc("wasmassign_plugin_queued_calls", "Plugin calls waiting for an instance.", nil, nil)
+	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{states, size, queued}, collect: func(ch chan<- prometheus.Metric) {
+		p := read()
+		for _, s := range []struct {
+			state string
+			n     int
+		}{{"busy", p.Busy}, {"idle", p.Idle}, {"idling", p.Idling}, {"starting", p.Starting}} {
+			ch <- prometheus.MustNewConstMetric(states, prometheus.GaugeValue, float64(s.n), s.state)
+		}
+		ch <- prometheus.MustNewConstMetric(size, prometheus.GaugeValue, float64(p.Size))
+		ch <- prometheus.MustNewConstMetric(queued, prometheus.GaugeValue, float64(p.Queued))
+	}})
+}
+
+// collectorFunc is a collector whose values are read at each scrape.
+type collectorFunc struct {
+	descs   []*prometheus.Desc
+	collect func(chan<- prometheus.Metric)
+}
+
+func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 
 // Fallback records that a rebalance fell back from one assignor to another.
 func (m *Metrics) Fallback(from, to string) { m.fallbacks.WithLabelValues(from, to).Inc() }

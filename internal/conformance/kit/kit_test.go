@@ -267,7 +267,7 @@ func checkUserData(t *testing.T, p *wasmruntime.Plugin) {
 // with a pool of one, called sequentially) and compares the instance's
 // memory size after call 100 with the size after call 10,000.
 func checkMemoryFlat(t *testing.T, wasm []byte, name string) {
-	h := newHost(t, wasmruntime.NewConfig().WithPoolSize(1))
+	h := newHost(t, wasmruntime.NewConfig().WithMaxInstances(1))
 	p, err := h.Load(context.Background(), name, wasm)
 	if err != nil {
 		t.Fatal(err)
@@ -542,7 +542,7 @@ func BenchmarkKit_MidRoundRobin(b *testing.B) {
 	req := uniformRequest(100, 25, 1000)
 	run := func(b *testing.B, wasm []byte, name, assignor string) {
 		ctx := context.Background()
-		h, err := wasmruntime.NewHost(ctx, wasmruntime.NewConfig().WithPoolSize(1).
+		h, err := wasmruntime.NewHost(ctx, wasmruntime.NewConfig().WithMaxInstances(1).
 			WithCompilationCacheDir(os.Getenv("WASMASSIGN_TEST_CACHE")))
 		if err != nil {
 			b.Fatal(err)
