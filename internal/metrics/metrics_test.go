@@ -24,6 +24,9 @@ func exercise(m *Metrics) {
 	m.SplitBrain("g")
 	m.RebalanceStorm("g", "session timeouts")
 	m.PluginReload(true, 5)
+	m.PluginOverload("range")
+	m.PluginQueueWait("range.wasm", 3*time.Millisecond)
+	m.WatchPluginPool(func() PluginPool { return PluginPool{Size: 2, Busy: 2, Queued: 5} })
 }
 
 func TestMetrics_NamesFollowPrometheusConventions(t *testing.T) {
