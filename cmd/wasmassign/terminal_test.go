@@ -95,6 +95,10 @@ func TestRun_ErrorLinesEscapeGuestText(t *testing.T) {
 // escaped.
 func TestPlugins_TableEscapesGuestText(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/plugins/pool" {
+			json.NewEncoder(w).Encode(admin.Pool{Size: 2})
+			return
+		}
 		json.NewEncoder(w).Encode([]admin.Plugin{{Name: "p.wasm", File: "/plugins/p.wasm", ABIVersion: 1, Status: "failed",
 			Assignors: []string{escapeAssignor}, LastError: "trap: guest said: \x1b[2Jgone\r\tforged"}})
 	}))
