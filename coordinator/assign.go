@@ -257,6 +257,7 @@ func (c *Coordinator) finishAssignment(g *group, js *jobState, target *abi.Respo
 	// the coordinator leaves the next one to the clients.
 	g.followUp = withheld > 0 && g.followUpStreak <= maxFollowUps
 	c.event(Event{Kind: EventAssignmentCompleted, Group: g.id, Generation: g.generation, Detail: js.chain[min(js.attempt, len(js.chain)-1)], N: withheld, Moved: moved, Attempt: js.attempt, Members: len(g.members), Cooperative: js.req.RebalanceProtocol == abi.Cooperative, RackLocal: local, RackKnown: known, Unassigned: unassigned})
+	g.held = assignmentStats{unassigned: unassigned, rackLocal: local, rackKnown: known}
 	g.assigned = true
 	c.becomeStableIfSynced(g)
 }

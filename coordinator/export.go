@@ -77,22 +77,42 @@ func (c *Coordinator) ExportGroup(id string) (GroupState, bool) {
 	return exportGroup(g), true
 }
 
-// Summary is a group's identity and size, without its members.
+// Summary is a group's identity and size, and what the coordinator knows of
+// the assignment its members hold, without its members.
 type Summary struct {
 	Group      string
 	State      string
 	Generation int32
 	Members    int
+	// Unassigned, RackLocal and RackKnown measure the assignment the
+	// members hold, as EventAssignmentCompleted reported it; all are zero
+	// when the group holds none the coordinator computed (it is Empty, has
+	// not been assigned since it was restored, or its own leader assigned).
+	Unassigned, RackLocal, RackKnown int
 }
 
 // Summaries lists every group, sorted by id, without copying members.
 func (c *Coordinator) Summaries() []Summary {
 	out := make([]Summary, 0, len(c.groups))
 	for _, id := range c.sortedGroupIDs() {
-		g := c.groups[id]
-		out = append(out, Summary{Group: g.id, State: g.state.String(), Generation: g.generation, Members: len(g.members)})
+		out = append(out, summarize(c.groups[id]))
 	}
 	return out
+}
+
+// Summary returns one group's summary, as Summaries would; false when the
+// coordinator does not hold the group (it never existed, or turned Dead).
+func (c *Coordinator) Summary(id string) (Summary, bool) {
+	g, ok := c.groups[id]
+	if !ok {
+		return Summary{}, false
+	}
+	return summarize(g), true
+}
+
+func summarize(g *group) Summary {
+	return Summary{Group: g.id, State: g.state.String(), Generation: g.generation, Members: len(g.members),
+		Unassigned: g.held.unassigned, RackLocal: g.held.rackLocal, RackKnown: g.held.rackKnown}
 }
 
 func exportGroup(g *group) GroupState {

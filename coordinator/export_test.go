@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
 
 // restart exports h's coordinator through JSON into a new one, as a
@@ -120,6 +121,51 @@ func TestExportGroup_AndSummariesAgreeWithExport(t *testing.T) {
 	}
 	if _, ok := h.c.ExportGroup("nope"); ok {
 		t.Error("ExportGroup found a group that does not exist")
+	}
+}
+
+// TestSummary_MeasuresTheAssignmentTheMembersHold: a summary carries the
+// counts of the assignment the group holds, as its completion event gave
+// them, and none once the group is Empty: nobody holds anything then.
+func TestSummary_MeasuresTheAssignmentTheMembersHold(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	// An assignor that hands out only the first partition leaves three
+	// unassigned.
+	h.assignors["range"] = func(req *abi.Request) (*abi.Response, error) {
+		return &abi.Response{Members: []abi.MemberAssignment{{Member: 0, Partitions: []abi.TopicPartitions{{Topic: 0, Partitions: []int32{0}}}}}}, nil
+	}
+	a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+	b := newSim(h, "b", "g", []string{"range"}, []string{"t"})
+	settle(h, a, b)
+	var done *Event
+	for i := range h.events {
+		if h.events[i].Kind == EventAssignmentCompleted {
+			done = &h.events[i]
+		}
+	}
+	if done == nil {
+		t.Fatal("no assignment completed")
+	}
+	s, ok := h.c.Summary("g")
+	if !ok {
+		t.Fatal("Summary found no group g")
+	}
+	if s.Unassigned != 3 || s.Unassigned != done.Unassigned || s.RackLocal != done.RackLocal || s.RackKnown != done.RackKnown {
+		t.Errorf("summary %+v, want the counts of the completed assignment %+v (3 unassigned)", s, *done)
+	}
+	if all := h.c.Summaries(); len(all) != 1 || all[0] != s {
+		t.Errorf("Summaries %+v, want [%+v]", all, s)
+	}
+	a.leave()
+	b.leave()
+	h.advance(0)
+	s, _ = h.c.Summary("g")
+	if s.State != Empty.String() || s.Members != 0 || s.Unassigned != 0 || s.RackLocal != 0 || s.RackKnown != 0 {
+		t.Errorf("summary of the emptied group %+v, want Empty with no members and no assignment counts", s)
+	}
+	if _, ok := h.c.Summary("nope"); ok {
+		t.Error("Summary found a group that does not exist")
 	}
 }
 

@@ -184,12 +184,23 @@ type group struct {
 	followUp bool
 	// followUpStreak counts consecutive generations that withheld.
 	followUpStreak int
+	// held measures the assignment the members hold, for Summary: set
+	// when the coordinator computes one, cleared when the group's own
+	// leader assigns (the coordinator cannot measure that one) and when
+	// the group empties (no one holds anything).
+	held assignmentStats
 	// fingerprint is the subscribed metadata the assignment was computed on,
 	// and fingerprintRacks whether it covers racks: set when the
 	// assignment starts, so a rack learned later (from a Fetch) cannot make
 	// the next metadata refresh look like a change.
 	fingerprint      uint64
 	fingerprintRacks bool
+}
+
+// assignmentStats measures one assignment; Summary has the meaning of each
+// count.
+type assignmentStats struct {
+	unassigned, rackLocal, rackKnown int
 }
 
 func newGroup(id string, cfg *GroupConfig) *group {
@@ -213,6 +224,7 @@ func (c *Coordinator) transition(g *group, to State) {
 	g.prevState, g.state = g.state, to
 	if to == Empty {
 		g.emptySince = c.now
+		g.held = assignmentStats{}
 	}
 	c.event(Event{Kind: EventStateChanged, Group: g.id, Generation: g.generation, State: to})
 }

@@ -102,6 +102,7 @@ func (c *Coordinator) syncGroup(id RequestID, r *kmsg.SyncGroupRequest) {
 			// for the admin API, the pictures and the per-group metrics.
 			c.event(Event{Kind: EventAssignmentCompleted, Group: g.id, Generation: g.generation, Detail: g.protocol,
 				Moved: moved, Members: len(g.members), Cooperative: g.cfg.isCooperative(g.protocol)})
+			g.held = assignmentStats{}
 			c.becomeStable(g)
 		}
 		// Server-side: the SyncGroup waits for the assignment job and the
