@@ -42,6 +42,11 @@ const (
 	// with Config.AssignmentTimeout still bounding the wait. Detail holds
 	// the error, N the attempt.
 	EventAssignmentDeferred
+	// EventGroupCreated: a JoinGroup the coordinator accepted created the
+	// group, Empty at generation 0. Its member follows with
+	// EventMemberAdded, unless KIP-394 sends it back for its member id
+	// first: until it returns the group has no member.
+	EventGroupCreated
 )
 
 // Event is one observable change.

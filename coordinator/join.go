@@ -43,7 +43,8 @@ func (c *Coordinator) joinGroup(id RequestID, r *kmsg.JoinGroupRequest) {
 		instance = *r.InstanceID
 	}
 	g := c.groups[r.Group]
-	if g == nil {
+	created := g == nil
+	if created {
 		if r.MemberID != "" {
 			// A member id for a group that does not exist.
 			fail(kerr.UnknownMemberID.Code, r.MemberID)
@@ -69,6 +70,9 @@ func (c *Coordinator) joinGroup(id RequestID, r *kmsg.JoinGroupRequest) {
 		fail(kerr.GroupMaxSizeReached.Code, "")
 		c.dropIfUnused(g)
 		return
+	}
+	if created {
+		c.event(Event{Kind: EventGroupCreated, Group: g.id})
 	}
 	w := &waiter{id: id, version: r.Version}
 	if r.MemberID == "" {

@@ -215,6 +215,18 @@ func TestJoin_Errors(t *testing.T) {
 			if tt.want != kerr.MemberIDRequired.Code && len(h.c.groups) != 0 {
 				t.Fatalf("a refused join left group state behind: %v", h.c.Groups())
 			}
+			// A group the join left behind, even without a member yet, is
+			// announced, so that its observers know it exists; a refused
+			// join announces none.
+			created := 0
+			for _, e := range h.events {
+				if e.Kind == EventGroupCreated && e.Group == "g" {
+					created++
+				}
+			}
+			if want := len(h.c.groups); created != want {
+				t.Errorf("%d EventGroupCreated, want %d", created, want)
+			}
 		})
 	}
 }
