@@ -115,6 +115,11 @@ type Driver struct {
 	assignor   map[string]string    // assignor of each group's latest job
 	last       map[string]Rebalance // each group's latest completed rebalance
 	storms     map[string]*stormWatch
+	// named and namedSet collect, in order, the groups the events of the
+	// Output being applied name; they are reused from one Output to the
+	// next.
+	named    []string
+	namedSet map[string]bool
 }
 
 // stormWatch remembers a group's recent rebalances and what caused them.
@@ -193,6 +198,7 @@ func Start(cfg Config) (*Driver, error) {
 		assignor: make(map[string]string),
 		last:     make(map[string]Rebalance),
 		storms:   make(map[string]*stormWatch),
+		namedSet: make(map[string]bool),
 	}
 	d.timer.Stop()
 	if len(cfg.Restore) > 0 {
@@ -202,6 +208,12 @@ func Start(cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("group coordinator: restoring saved state: %w", err)
 		}
 		d.apply(out)
+		// Restoring moves no group through a transition, so no event
+		// names them: report them all.
+		for _, gs := range cfg.Restore {
+			d.name(gs.Group)
+		}
+		d.report()
 	}
 	go d.loop()
 	return d, nil
@@ -475,6 +487,12 @@ func (d *Driver) Close() {
 
 // apply acts on one Output. It runs on the loop.
 func (d *Driver) apply(out coordinator.Output) {
+	// The hooks hear of the groups first: a client that has its answer
+	// (a LeaveGroup's, say) finds the gauges already moved.
+	for _, e := range out.Events {
+		d.name(e.Group)
+	}
+	d.report()
 	for _, r := range out.Replies {
 		d.reply(r.ID, result{resp: r.Response})
 	}
@@ -625,7 +643,6 @@ func (d *Driver) observe(e coordinator.Event) {
 			delete(d.last, e.Group)
 			delete(d.storms, e.Group)
 			delete(d.assignor, e.Group)
-			each(d.cfg.Hooks, func(h HookGroupRemoved) { h.OnGroupRemoved(e.Group) })
 		}
 		// A group that settles, empties or goes is saved as it is now:
 		// saving only at Stable brought emptied groups back with ghosts.
@@ -633,6 +650,34 @@ func (d *Driver) observe(e coordinator.Event) {
 			d.persistDue = true
 		}
 	}
+}
+
+// name notes a group that an event of the Output being applied names, or
+// a restored group, for report.
+func (d *Driver) name(group string) {
+	if group == "" || d.namedSet[group] {
+		return
+	}
+	d.namedSet[group] = true
+	d.named = append(d.named, group)
+}
+
+// report tells the hooks where each group named since the last report
+// stands now, once per group however many events named it: the group's
+// summary, or its removal when the coordinator no longer holds it. Every
+// change to what a summary shows comes with an event naming the group, so
+// the hooks see every state a group settles in between two steps, and
+// nothing is reported for a step that changed no group (a heartbeat).
+func (d *Driver) report() {
+	for _, group := range d.named {
+		if s, ok := d.coord.Summary(group); ok {
+			each(d.cfg.Hooks, func(h HookGroupState) { h.OnGroupState(s) })
+		} else {
+			each(d.cfg.Hooks, func(h HookGroupRemoved) { h.OnGroupRemoved(group) })
+		}
+	}
+	clear(d.namedSet)
+	d.named = d.named[:0]
 }
 
 func (d *Driver) storm(group string) *stormWatch {

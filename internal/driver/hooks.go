@@ -1,6 +1,10 @@
 package driver
 
-import "time"
+import (
+	"time"
+
+	"github.com/wasmassign/wasmassign/coordinator"
+)
 
 // Hook observes the driver, for metrics: franz-go's kgo.Hook is the model.
 // A Hook implements any of the interfaces below, and the driver calls each
@@ -27,8 +31,20 @@ type HookRebalance interface {
 	OnRebalance(group string, generation int32, r Rebalance)
 }
 
-// HookGroupRemoved is called when the coordinator forgets a group (it turned
-// Dead), so that per-group series can go with it.
+// HookGroupState is called after every step of the coordinator that
+// changed a group (a member joined or left, the group changed state or
+// generation, an assignment completed), and for every restored group at
+// start, with the group as the coordinator has it at the end of the step:
+// the same summary the admin API reads, so per-group gauges fed from it
+// agree with the API in every state.
+type HookGroupState interface {
+	OnGroupState(s coordinator.Summary)
+}
+
+// HookGroupRemoved is called instead of HookGroupState when, at the end of
+// a step that named a group, the coordinator no longer holds it (it turned
+// Dead: deleted, or its retention ended), so that per-group series can go
+// with it. It may be called again for a group already removed.
 type HookGroupRemoved interface {
 	OnGroupRemoved(group string)
 }
