@@ -56,11 +56,20 @@ func (h driverHooks) OnPluginCall(assignor string, took time.Duration, reason st
 
 func (h driverHooks) OnFallback(from, to string) { h.m.Fallback(from, to) }
 
-func (h driverHooks) OnRebalance(group string, generation int32, r driver.Rebalance) {
+func (h driverHooks) OnRebalance(_ string, _ int32, r driver.Rebalance) {
 	h.m.RebalanceDone(metrics.Rebalance{
-		Group: group, Generation: generation, Assignor: r.Assignor, Cooperative: r.Cooperative,
-		Duration: r.Duration, Members: r.Members, Moved: r.Moved, Withheld: r.Withheld,
-		Unassigned: r.Unassigned, RackLocal: r.RackLocal, RackKnown: r.RackKnown,
+		Assignor: r.Assignor, Cooperative: r.Cooperative,
+		Duration: r.Duration, Moved: r.Moved, Withheld: r.Withheld,
+	})
+}
+
+// OnGroupState is the per-group gauges' one source: the coordinator's
+// summary after every step that changed the group, the same the admin API
+// reads.
+func (h driverHooks) OnGroupState(s coordinator.Summary) {
+	h.m.GroupChanged(metrics.Group{
+		Group: s.Group, Generation: s.Generation, Members: s.Members,
+		Unassigned: s.Unassigned, RackLocal: s.RackLocal, RackKnown: s.RackKnown,
 	})
 }
 
@@ -88,6 +97,7 @@ var _ interface {
 	driver.HookPluginCall
 	driver.HookFallback
 	driver.HookRebalance
+	driver.HookGroupState
 	driver.HookGroupRemoved
 	driver.HookRebalanceStorm
 	driver.HookUpstreamError

@@ -173,23 +173,17 @@ func New(reg prometheus.Registerer, groupCap int) *Metrics {
 
 // Rebalance describes one completed rebalance.
 type Rebalance struct {
-	Group      string
-	Generation int32
-	Assignor   string
+	Assignor string
 	// Cooperative is true for a cooperative (KIP-429) rebalance.
 	Cooperative bool
 	Duration    time.Duration
-	Members     int
 	Moved       int
 	Withheld    int
-	// Unassigned counts subscribed partitions no member holds.
-	Unassigned int
-	// RackLocal and RackKnown count assigned partitions with a replica in
-	// the member's rack, and those whose racks are known at all.
-	RackLocal, RackKnown int
 }
 
-// RebalanceDone records a completed rebalance.
+// RebalanceDone records a completed rebalance. The group's gauges are not
+// its business: GroupChanged follows the group through every state, not
+// only the ones a rebalance ends in.
 func (m *Metrics) RebalanceDone(r Rebalance) {
 	proto := "eager"
 	if r.Cooperative {
@@ -199,36 +193,65 @@ func (m *Metrics) RebalanceDone(r Rebalance) {
 	m.rebalanceDuration.WithLabelValues(r.Assignor, proto).Observe(r.Duration.Seconds())
 	m.movedPartitions.WithLabelValues(proto).Observe(float64(r.Moved))
 	m.withheldPartitions.WithLabelValues(proto).Observe(float64(r.Withheld))
-	m.groups.update(r.Group, groupState{members: r.Members, generation: r.Generation, unassigned: r.Unassigned, rackLocal: r.RackLocal, rackKnown: r.RackKnown}, m.setGroup)
 }
 
-// GroupMembers records a membership change outside a rebalance (a member
-// leaving an Empty group, a group being deleted with members 0).
-func (m *Metrics) GroupMembers(group string, members int) {
-	m.groups.update(group, groupState{members: members, generation: -1}, m.setGroup)
+// Group is where one group stands, as its coordinator has it, for the
+// per-group gauges.
+type Group struct {
+	Group      string
+	Generation int32
+	Members    int
+	// Unassigned counts subscribed partitions no member holds.
+	Unassigned int
+	// RackLocal and RackKnown count the held partitions with a replica in
+	// their member's rack, and those whose racks are known at all; with
+	// none known the group has no rack-local ratio.
+	RackLocal, RackKnown int
 }
 
-// GroupRemoved drops a group's series, when the group is deleted or expires.
+// GroupChanged sets the gauges of g's group to what g says. Callers report
+// every change, so the gauges show the group as it is in every state: an
+// Empty group with 0 members, at its generation.
+func (m *Metrics) GroupChanged(g Group) {
+	m.groups.update(g.Group, groupState{members: g.Members, generation: g.Generation, unassigned: g.Unassigned, rackLocal: g.RackLocal, rackKnown: g.RackKnown},
+		m.setGroup)
+}
+
+// GroupRemoved drops a group's series, gauges and counters alike, when the
+// group is deleted or expires: a group of that name created later starts
+// afresh, and groups that come and go do not pile up series. A group
+// aggregated under OtherGroups leaves the aggregate, which goes with the
+// last of them.
 func (m *Metrics) GroupRemoved(group string) {
 	m.groups.remove(group, m.setGroup, func(label string) {
-		m.groupMembers.DeleteLabelValues(label)
-		m.groupGeneration.DeleteLabelValues(label)
-		m.unassigned.DeleteLabelValues(label)
-		m.rackLocality.DeleteLabelValues(label)
+		m.dropGroup(label)
+		m.splitBrain.DeleteLabelValues(label)
+		m.storms.DeletePartialMatch(prometheus.Labels{"group": label})
 	})
 }
 
-// setGroup writes one label's gauges; generation < 0 leaves the generation
-// gauge as it is.
+// setGroup writes one label's gauges. The aggregate has no generation (a
+// sum of generations means nothing), and a label whose racks are unknown
+// no rack-local ratio.
 func (m *Metrics) setGroup(label string, s groupState) {
 	m.groupMembers.WithLabelValues(label).Set(float64(s.members))
-	if s.generation >= 0 && label != OtherGroups {
+	if label != OtherGroups {
 		m.groupGeneration.WithLabelValues(label).Set(float64(s.generation))
 	}
 	m.unassigned.WithLabelValues(label).Set(float64(s.unassigned))
 	if s.rackKnown > 0 {
 		m.rackLocality.WithLabelValues(label).Set(float64(s.rackLocal) / float64(s.rackKnown))
+	} else {
+		m.rackLocality.DeleteLabelValues(label)
 	}
+}
+
+// dropGroup deletes one label's gauges.
+func (m *Metrics) dropGroup(label string) {
+	m.groupMembers.DeleteLabelValues(label)
+	m.groupGeneration.DeleteLabelValues(label)
+	m.unassigned.DeleteLabelValues(label)
+	m.rackLocality.DeleteLabelValues(label)
 }
 
 // PluginCall records one plugin call; reason is "" for success, otherwise
@@ -394,9 +417,11 @@ func (g *groupLabels) update(group string, s groupState, set func(string, groupS
 		return
 	}
 	g.others[group] = s
-	set(OtherGroups, g.sumLocked())
+	g.showOthersLocked(set)
 }
 
+// remove forgets group: drop deletes an own label's series, and the
+// aggregate is shown again without the group.
 func (g *groupLabels) remove(group string, set func(string, groupState), drop func(string)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -407,17 +432,22 @@ func (g *groupLabels) remove(group string, set func(string, groupState), drop fu
 	}
 	if _, ok := g.others[group]; ok {
 		delete(g.others, group)
-		set(OtherGroups, g.sumLocked())
+		if len(g.others) == 0 {
+			drop(OtherGroups)
+			return
+		}
+		g.showOthersLocked(set)
 	}
 }
 
-func (g *groupLabels) sumLocked() groupState {
-	sum := groupState{generation: -1}
+// showOthersLocked shows the sum over the aggregated groups.
+func (g *groupLabels) showOthersLocked(set func(string, groupState)) {
+	var sum groupState
 	for _, s := range g.others {
 		sum.members += s.members
 		sum.unassigned += s.unassigned
 		sum.rackLocal += s.rackLocal
 		sum.rackKnown += s.rackKnown
 	}
-	return sum
+	set(OtherGroups, sum)
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,8 @@ import (
 
 // exercise touches every metric once, so every family is present.
 func exercise(m *Metrics) {
-	m.RebalanceDone(Rebalance{Group: "g", Generation: 3, Assignor: "range", Duration: 12 * time.Millisecond, Members: 2, Moved: 4, Withheld: 1, RackLocal: 3, RackKnown: 4})
+	m.RebalanceDone(Rebalance{Assignor: "range", Duration: 12 * time.Millisecond, Moved: 4, Withheld: 1})
+	m.GroupChanged(Group{Group: "g", Generation: 3, Members: 2, RackLocal: 3, RackKnown: 4})
 	m.PluginCall("range", time.Millisecond, "")
 	m.PluginCall("sticky", time.Millisecond, "timeout")
 	m.Fallback("sticky", "range")
@@ -59,7 +61,7 @@ func TestMetrics_GroupLabelsAreCappedAndAggregated(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, 2)
 	for i, g := range []string{"a", "b", "c", "d"} {
-		m.RebalanceDone(Rebalance{Group: g, Generation: int32(10 + i), Assignor: "range", Members: i + 1, RackLocal: 1, RackKnown: 2})
+		m.GroupChanged(Group{Group: g, Generation: int32(10 + i), Members: i + 1, RackLocal: 1, RackKnown: 2})
 	}
 	if n := testutil.CollectAndCount(m.groupMembers); n != 3 {
 		t.Errorf("%d member series, want 2 own + %s", n, OtherGroups)
@@ -73,9 +75,9 @@ func TestMetrics_GroupLabelsAreCappedAndAggregated(t *testing.T) {
 	if n := testutil.CollectAndCount(m.groupGeneration); n != 2 {
 		t.Errorf("%d generation series, want only the 2 own groups", n)
 	}
-	// A group keeps its label across rebalances, and removing one frees
+	// A group keeps its label across changes, and removing one frees
 	// nothing for groups already aggregated.
-	m.RebalanceDone(Rebalance{Group: "a", Generation: 20, Assignor: "range", Members: 9})
+	m.GroupChanged(Group{Group: "a", Generation: 20, Members: 9})
 	if got := testutil.ToFloat64(m.groupMembers.WithLabelValues("a")); got != 9 {
 		t.Errorf("a members = %v, want 9", got)
 	}
@@ -87,4 +89,72 @@ func TestMetrics_GroupLabelsAreCappedAndAggregated(t *testing.T) {
 	if n := testutil.CollectAndCount(m.groupGeneration); n != 1 {
 		t.Errorf("after removing a, %d generation series, want 1", n)
 	}
+}
+
+// TestMetrics_GroupGaugesFollowTheGroupThroughEveryState: the gauges show
+// what the last report said, in every state, for an own label and for the
+// aggregate alike, and a removed group leaves no series behind.
+func TestMetrics_GroupGaugesFollowTheGroupThroughEveryState(t *testing.T) {
+	steps := []struct {
+		name string
+		g    Group
+	}{
+		{"stable, racks known", Group{Generation: 1, Members: 3, Unassigned: 2, RackLocal: 3, RackKnown: 4}},
+		{"a member expired", Group{Generation: 1, Members: 2, Unassigned: 2, RackLocal: 3, RackKnown: 4}},
+		{"Empty", Group{Generation: 2}},
+	}
+	for _, label := range []string{"g", OtherGroups} {
+		t.Run(label, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			m := New(reg, 1)
+			if label == OtherGroups {
+				// The only own label goes to another group, which stays.
+				m.GroupChanged(Group{Group: "first", Generation: 5, Members: 1})
+			}
+			for _, st := range steps {
+				g := st.g
+				g.Group = "g"
+				m.GroupChanged(g)
+				want := map[string]float64{
+					"wasmassign_group_members":               float64(g.Members),
+					"wasmassign_group_unassigned_partitions": float64(g.Unassigned),
+				}
+				if label != OtherGroups {
+					want["wasmassign_group_generation"] = float64(g.Generation)
+				}
+				if g.RackKnown > 0 {
+					want["wasmassign_group_rack_local_ratio"] = float64(g.RackLocal) / float64(g.RackKnown)
+				}
+				if got := groupSeries(t, reg, label); !maps.Equal(got, want) {
+					t.Errorf("%s: series %v, want %v", st.name, got, want)
+				}
+			}
+			m.SplitBrain("g")
+			m.RebalanceStorm("g", "session timeouts")
+			m.GroupRemoved("g")
+			if got := groupSeries(t, reg, label); len(got) != 0 {
+				t.Errorf("series %v outlived the group", got)
+			}
+			if label == OtherGroups && len(groupSeries(t, reg, "first")) == 0 {
+				t.Error("removing an aggregated group removed another group's series")
+			}
+		})
+	}
+}
+
+// groupSeries returns the value of every series of reg labelled group, by
+// metric name (a counter's value for counters).
+func groupSeries(t *testing.T, reg *prometheus.Registry, group string) map[string]float64 {
+	t.Helper()
+	out := make(map[string]float64)
+	for _, mf := range mustGather(t, reg) {
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "group" && l.GetValue() == group {
+					out[mf.GetName()] = s.GetGauge().GetValue() + s.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }
