@@ -35,12 +35,9 @@ func Read(r io.Reader, buf []byte, max int32) ([]byte, error) {
 	if _, err := io.ReadFull(r, prefix[:]); err != nil {
 		return nil, err
 	}
-	size := int32(binary.BigEndian.Uint32(prefix[:]))
-	switch {
-	case size < 0:
-		return nil, fmt.Errorf("%w: negative size %d", ErrMalformed, size)
-	case size > max:
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, size, max)
+	size, err := Size(prefix, max)
+	if err != nil {
+		return nil, err
 	}
 	if cap(buf) < int(size) {
 		buf = make([]byte, size)
@@ -53,6 +50,19 @@ func Read(r io.Reader, buf []byte, max int32) ([]byte, error) {
 		return nil, err
 	}
 	return buf, nil
+}
+
+// Size returns the size a frame's prefix gives: ErrMalformed when it is
+// negative, ErrTooLarge when it is above max, as for Read.
+func Size(prefix [4]byte, max int32) (int32, error) {
+	size := int32(binary.BigEndian.Uint32(prefix[:]))
+	switch {
+	case size < 0:
+		return 0, fmt.Errorf("%w: negative size %d", ErrMalformed, size)
+	case size > max:
+		return 0, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, size, max)
+	}
+	return size, nil
 }
 
 // AppendSize reserves the 4-byte size prefix at the end of dst. Call
