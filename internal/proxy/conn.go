@@ -28,10 +28,6 @@ import (
 const (
 	clientQueueDepth = 256
 	upstreamDepth    = 256
-	bufSize          = 16 << 10 // large frames bypass the buffers
-	// keepReadBuf is the largest request buffer a connection keeps between
-	// requests; bigger ones are for one request only.
-	keepReadBuf = 1 << 20
 )
 
 // earlyFrame is a request read while the upstream was still being dialled,
@@ -85,12 +81,17 @@ type slot struct {
 // there is a request to forward (startDial), then runs readUpstream, which
 // matches upstream responses to requests in the order they were sent. q
 // keeps the order requests arrived in and writes responses in it; inflight
-// carries the upstream's order.
+// carries the upstream's order. A connection whose requests are all
+// answered here (a consumer's group connection) has only the first.
+//
+// Buffers are borrowed while there is traffic and given back when it
+// stops (see bufPool): a connection waiting for its client's next request
+// holds none but br's small one.
 type conn struct {
 	p    *Proxy
 	info ConnInfo
 	nc   net.Conn
-	br   *bufio.Reader // readClient only; from p.bufs
+	br   connReader // readClient only
 	// log is made on first use: most connections log nothing, and a
 	// logger with attributes formats them as it is made.
 	logOnce sync.Once
@@ -99,19 +100,25 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	q        *respQueue // client order; only readClient pushes and closes
-	inflight chan *slot // upstream order
+	q *respQueue // client order; only readClient pushes and closes
+	// inflight carries the upstream's order; it is made when the dial
+	// starts (startDial), so a connection that never dials has none.
+	inflight chan *slot
 
 	upMu sync.Mutex // serialises writes upstream with their inflight entries
-	// upW is nil until the upstream is dialled; until then requests to
+	// upDst is nil until the upstream is dialled; until then requests to
 	// forward wait in early, in the order they were read (see send).
+	upDst net.Conn
+	// upW buffers writes to upDst; it is borrowed for a burst of requests
+	// and given back when they are flushed (flushUpLocked).
 	upW        *bufio.Writer
 	early      []earlyFrame
 	earlyBytes int
 	upSet      sync.Mutex // guards up
 	up         net.Conn
-	// upReady is closed once up and upW are set and the early frames are
-	// written: requests are read while the upstream is dialled (see run).
+	// upReady is closed once up and upDst are set and the early frames
+	// are written: requests are read while the upstream is dialled (see
+	// run).
 	upReady chan struct{}
 	// upAddr is the upstream broker's address; the dial starts with the
 	// first request to forward (startDial), and upDone is closed once the
@@ -135,14 +142,13 @@ type conn struct {
 
 func newConn(p *Proxy, nc net.Conn, node int32, id uint64) *conn {
 	c := &conn{
-		p:        p,
-		nc:       nc,
-		br:       p.bufs.reader(nc),
-		q:        newRespQueue(p.bufs.writer(nc)),
-		inflight: make(chan *slot, upstreamDepth),
-		upReady:  make(chan struct{}),
-		upDone:   make(chan struct{}),
+		p:       p,
+		nc:      nc,
+		q:       newRespQueue(nc, &p.bufs),
+		upReady: make(chan struct{}),
+		upDone:  make(chan struct{}),
 	}
+	c.br.reset(nc, &p.bufs)
 	c.info = ConnInfo{ID: id, Node: node}
 	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.info.Remote = ta.AddrPort()
@@ -192,15 +198,13 @@ func (c *conn) logger() *slog.Logger {
 // connection is closed and its reading goroutines have ended. Only an
 // interceptor's goroutine can still be running: its answer is dropped by
 // the dead response queue (which waits for a write under way first), and
-// a request it forwards finds no upstream writer on a closed connection
-// (send).
+// a request it forwards finds no upstream on a closed connection (send).
 func (c *conn) releaseBuffers() {
-	c.p.bufs.putReader(c.br)
-	c.br = nil
+	c.br.release()
 	c.p.bufs.putWriter(c.q.release())
 	c.upMu.Lock()
 	c.p.bufs.putWriter(c.upW)
-	c.upW = nil
+	c.upW, c.upDst = nil, nil
 	c.upMu.Unlock()
 }
 
@@ -232,6 +236,7 @@ func (c *conn) releaseBuffers() {
 // upstream's responses.
 func (c *conn) startDial() {
 	c.dialOnce.Do(func() {
+		c.inflight = make(chan *slot, upstreamDepth)
 		go func() {
 			defer close(c.upDone)
 			up, ok := c.dial(c.upAddr)
@@ -246,14 +251,14 @@ func (c *conn) startDial() {
 			wrote := make(chan struct{})
 			go func() {
 				defer close(wrote)
-				if err := c.writeEarly(c.p.bufs.writer(up)); err != nil {
+				if err := c.writeEarly(up); err != nil {
 					c.close(fmt.Errorf("upstream write: %w", err))
 				}
 			}()
-			r := c.p.bufs.reader(up)
+			r := newConnReader(up, &c.p.bufs)
 			c.readUpstream(r)
 			<-wrote
-			c.p.bufs.putReader(r)
+			r.release()
 		}()
 	})
 }
@@ -289,15 +294,15 @@ func (c *conn) dial(addr string) (net.Conn, bool) {
 	return up, true
 }
 
-// writeEarly makes w the upstream writer, first writing to it the requests
-// read during the dial, in order, and registering their slots for the
-// upstream's answers; then it opens the way for writers waiting in
+// writeEarly makes up the upstream destination, first writing to it the
+// requests read during the dial, in order, and registering their slots for
+// the upstream's answers; then it opens the way for writers waiting in
 // awaitUpstream.
-func (c *conn) writeEarly(w *bufio.Writer) error {
+func (c *conn) writeEarly(up net.Conn) error {
 	c.upMu.Lock()
 	defer c.upMu.Unlock()
 	defer close(c.upReady)
-	c.upW = w
+	c.upDst = up
 	early := c.early
 	c.early, c.earlyBytes = nil, 0
 	for _, e := range early {
@@ -306,12 +311,30 @@ func (c *conn) writeEarly(w *bufio.Writer) error {
 			// holds at most upstreamDepth frames (checked below).
 			c.inflight <- e.s
 		}
-		writeFrame(w, e.fr)
+		writeFrame(c.upWriter(), e.fr)
 	}
-	if len(early) == 0 {
+	return c.flushUpLocked()
+}
+
+// upWriter returns the upstream writer, borrowing one for the burst of
+// requests under way; upMu is held and the upstream is open.
+func (c *conn) upWriter() *bufio.Writer {
+	if c.upW == nil {
+		c.upW = c.p.bufs.writer(c.upDst)
+	}
+	return c.upW
+}
+
+// flushUpLocked flushes what was written upstream and gives the writer
+// back: between bursts the connection holds none. upMu is held.
+func (c *conn) flushUpLocked() error {
+	if c.upW == nil {
 		return nil
 	}
-	return w.Flush()
+	err := c.upW.Flush()
+	c.p.bufs.putWriter(c.upW)
+	c.upW = nil
+	return err
 }
 
 // writeFrame writes one request frame, its size prefix first; errors stick
@@ -435,8 +458,10 @@ func (c *conn) recoverPanic(where string) {
 func (c *conn) readClient() {
 	defer c.q.close()
 	defer c.recoverPanic("request reader")
-	var buf []byte
 	for {
+		// The next request may be long in coming: wait for it without a
+		// large buffer.
+		c.br.shrink()
 		if streamed, err := c.maybeStreamRequest(); err != nil {
 			c.close(err)
 			return
@@ -449,7 +474,7 @@ func (c *conn) readClient() {
 			}
 			continue
 		}
-		fr, err := frame.Read(c.br, buf, c.p.maxFrame)
+		fr, lent, err := c.readRequest()
 		if err != nil {
 			switch {
 			case c.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded):
@@ -461,10 +486,13 @@ func (c *conn) readClient() {
 			}
 			return
 		}
-		if cap(fr) <= keepReadBuf {
-			buf = fr[:0]
+		err = c.handle(fr)
+		if lent != nil {
+			c.p.bufs.putFrameBuf(lent)
+		} else {
+			c.br.Discard(4 + len(fr))
 		}
-		if err := c.handle(fr); err != nil {
+		if err != nil {
 			c.close(err)
 			return
 		}
@@ -475,6 +503,45 @@ func (c *conn) readClient() {
 			}
 		}
 	}
+}
+
+// readRequest returns the next request frame, without its size prefix. A
+// frame that fits in the read buffer is returned in place, and the caller
+// discards it from c.br once it is handled; a larger one is read into lent,
+// a buffer from the pool that the caller gives back. Either way the frame
+// is only valid until then: whatever outlives handle copies it.
+//
+// A stream that ends inside a frame is io.ErrUnexpectedEOF, and one that
+// ends between frames io.EOF.
+func (c *conn) readRequest() (fr, lent []byte, err error) {
+	unexpected := func(got int, err error) error {
+		if got > 0 && errors.Is(err, io.EOF) {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	head, err := c.br.Peek(4)
+	if err != nil {
+		return nil, nil, unexpected(len(head), err)
+	}
+	size, err := frame.Size([4]byte(head), c.p.maxFrame)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n := 4 + int(size); n <= c.br.Size() {
+		b, err := c.br.Peek(n)
+		if err != nil {
+			return nil, nil, unexpected(len(b), err)
+		}
+		return b[4:], nil, nil
+	}
+	c.br.Discard(4)
+	lent = c.p.bufs.frameBuf(int(size))
+	if _, err := io.ReadFull(&c.br, lent); err != nil {
+		c.p.bufs.putFrameBuf(lent)
+		return nil, nil, unexpected(1, err)
+	}
+	return lent, lent, nil
 }
 
 // maybeStreamRequest copies a large request that needs nothing but
@@ -536,10 +603,10 @@ func (c *conn) maybeStreamRequest() (bool, error) {
 	}
 	// A client that stops mid-request leaves the upstream with half a
 	// frame: the error closes both connections.
-	c.upSet.Lock()
-	up := c.up
-	c.upSet.Unlock()
-	if err := copyLong(c.upW, up, c.br, c.nc, size+4, &c.p.chunks); err != nil {
+	if err := c.flushUpLocked(); err != nil {
+		return false, fmt.Errorf("upstream write: %w", err)
+	}
+	if err := copyLong(nil, c.upDst, &c.br, c.nc, size+4, &c.p.chunks); err != nil {
 		return false, fmt.Errorf("streaming %s request: %w", kmsg.NameForKey(key), err)
 	}
 	return true, nil
@@ -699,7 +766,7 @@ func (c *conn) complete(s *slot, resp []byte, err error) {
 func (c *conn) send(s *slot, fr []byte, flush bool) error {
 	for {
 		c.upMu.Lock()
-		if c.upW != nil {
+		if c.upDst != nil {
 			break // still locked
 		}
 		if c.ctx.Err() != nil {
@@ -732,11 +799,11 @@ func (c *conn) send(s *slot, fr []byte, flush bool) error {
 			return errShutdown
 		}
 	}
-	if err := writeFrame(c.upW, fr); err != nil {
+	if err := writeFrame(c.upWriter(), fr); err != nil {
 		return fmt.Errorf("upstream write: %w", err)
 	}
 	if flush {
-		return c.upW.Flush()
+		return c.flushUpLocked()
 	}
 	return nil
 }
@@ -749,10 +816,7 @@ func (c *conn) flushUpstream() error {
 	}
 	c.upMu.Lock()
 	defer c.upMu.Unlock()
-	if c.upW == nil || c.upW.Buffered() == 0 {
-		return nil
-	}
-	return c.upW.Flush()
+	return c.flushUpLocked()
 }
 
 func (c *conn) intercept(s *slot, hdr frame.RequestHeader, req kmsg.Request, fr []byte) {
@@ -792,12 +856,14 @@ func (c *conn) intercept(s *slot, hdr frame.RequestHeader, req kmsg.Request, fr 
 	}
 }
 
-func (c *conn) readUpstream(r *bufio.Reader) {
+func (c *conn) readUpstream(r *connReader) {
 	defer c.recoverPanic("response reader")
 	for {
 		// Read before anything is in flight, so that an upstream closing
 		// an idle connection (connections.max.idle.ms) closes the client's
-		// at once, as the broker itself would have.
+		// at once, as the broker itself would have; and without a large
+		// buffer, since the next answer may be long in coming.
+		r.shrink()
 		head, err := r.Peek(8) // size and correlation id
 		if err != nil {
 			if c.ctx.Err() == nil {
@@ -893,7 +959,7 @@ func (c *conn) noteSASL(s *slot, fr []byte) {
 // streamHeld is stream turning a panic into an error, so that the caller
 // always gives the right to write back (releaseHead): the connection's end
 // waits for it before its buffers go back to the pool (releaseBuffers).
-func (c *conn) streamHeld(s *slot, r *bufio.Reader, size int64) (err error) {
+func (c *conn) streamHeld(s *slot, r *connReader, size int64) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("internal error: %v", v)
@@ -904,7 +970,7 @@ func (c *conn) streamHeld(s *slot, r *bufio.Reader, size int64) (err error) {
 
 // stream copies the response for s, size bytes after its prefix, from the
 // upstream to the client, which the caller holds the right to write to.
-func (c *conn) stream(s *slot, r *bufio.Reader, size int64) error {
+func (c *conn) stream(s *slot, r *connReader, size int64) error {
 	w := c.q.bw
 	if _, err := r.Discard(4); err != nil {
 		return err

@@ -130,6 +130,43 @@ func BenchmarkIdleConnectionMemory(b *testing.B) {
 	}
 }
 
+// TestIdleConnection_HoldsNoLargeBuffer: a connection waiting for its
+// client's next request holds no buffer from the pool, whether its
+// requests were answered here or forwarded: ten thousand consumers' idle
+// connections must not cost the gateway 16 KiB buffers each way.
+func TestIdleConnection_HoldsNoLargeBuffer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens a thousand connections")
+	}
+	const n = 500
+	e := startEnv(t, 1, func(o *Options) { o.Interceptor = answerHeartbeats{} })
+	// What the first connections allocate once (pools, maps) is no
+	// connection's.
+	for _, addr := range []string{e.cluster.ListenAddrs()[0], brokerListener(e), e.proxy.Addr()} {
+		idleConnMemory(t, 20, addr, listOffsetsRequest())
+	}
+	direct := idleConnMemory(t, n, e.cluster.ListenAddrs()[0], listOffsetsRequest())
+	for _, side := range []struct {
+		name string
+		addr string
+		req  kmsg.Request
+		// kfake's own side of the upstream connection is in the
+		// figure of a forwarding connection.
+		upstream connMemory
+	}{
+		{"answered here", brokerListener(e), heartbeatRequest(), connMemory{}},
+		{"forwarded", e.proxy.Addr(), listOffsetsRequest(), direct},
+	} {
+		m := idleConnMemory(t, n, side.addr, side.req)
+		const limit = 8 << 10
+		if heap := m.heap - side.upstream.heap; heap >= limit {
+			t.Errorf("%s: an idle connection holds %.0f bytes of heap, want under %d", side.name, heap, limit)
+		}
+		t.Logf("%s: %.0f B of heap, %.0f B of stack and %.2f goroutines per idle connection (kfake's side: %.0f B, %.0f B, %.2f)",
+			side.name, m.heap, m.stack, m.goroutines, side.upstream.heap, side.upstream.stack, side.upstream.goroutines)
+	}
+}
+
 // brokerListener returns the address of the proxy's listener for broker 0.
 func brokerListener(e *testEnv) string {
 	e.proxy.mu.Lock()

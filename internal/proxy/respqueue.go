@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"sync"
 )
 
@@ -16,6 +17,10 @@ import (
 // another goroutine is already doing so, in which case that one picks the
 // new response up before it stops. That saves a goroutine hand-off per
 // response, which is most of a proxy's added latency on a busy machine.
+//
+// The writing goroutine borrows a buffered writer for what it writes and
+// gives it back once that is flushed, so a connection with no response
+// under way holds none.
 type respQueue struct {
 	mu      sync.Mutex
 	space   sync.Cond // signalled when slots leave the queue or it dies
@@ -25,14 +30,16 @@ type respQueue struct {
 	writing bool    // a goroutine is writing; only it touches bw
 	closed  bool    // no more pushes
 	dead    bool    // the connection is closed
-	bw      *bufio.Writer
+	dst     io.Writer
+	bufs    *bufPool
+	bw      *bufio.Writer // borrowed by the writing goroutine; nil otherwise
 
 	finished chan struct{} // closed once closed and every slot written
 	finOnce  sync.Once
 }
 
-func newRespQueue(bw *bufio.Writer) *respQueue {
-	q := &respQueue{bw: bw, finished: make(chan struct{})}
+func newRespQueue(dst io.Writer, bufs *bufPool) *respQueue {
+	q := &respQueue{dst: dst, bufs: bufs, finished: make(chan struct{})}
 	q.space.L = &q.mu
 	return q
 }
@@ -111,27 +118,46 @@ func (q *respQueue) writeReady() error {
 }
 
 func (q *respQueue) write(batch []*slot) error {
+	bw := q.borrowWriter()
+	defer q.returnWriter()
 	var prefix [4]byte
 	for _, s := range batch {
 		if s.err != nil {
-			q.bw.Flush() // the answers before it still go out
+			bw.Flush() // the answers before it still go out
 			return s.err
 		}
 		binary.BigEndian.PutUint32(prefix[:], uint32(len(s.resp)))
-		q.bw.Write(prefix[:])
-		if _, err := q.bw.Write(s.resp); err != nil {
+		bw.Write(prefix[:])
+		if _, err := bw.Write(s.resp); err != nil {
 			return fmt.Errorf("writing response: %w", err)
 		}
 	}
-	if err := q.bw.Flush(); err != nil {
+	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("writing response: %w", err)
 	}
 	return nil
 }
 
+// borrowWriter returns the writer for the writing goroutine, borrowing
+// one from the pool when it has none.
+func (q *respQueue) borrowWriter() *bufio.Writer {
+	if q.bw == nil {
+		q.bw = q.bufs.writer(q.dst)
+	}
+	return q.bw
+}
+
+// returnWriter gives the writing goroutine's writer back; what it did not
+// flush is dropped.
+func (q *respQueue) returnWriter() {
+	q.bufs.putWriter(q.bw)
+	q.bw = nil
+}
+
 // acquireHead takes the right to write for a response streamed straight
 // to the client: it succeeds only when s is next in order and nobody is
-// writing, and removes s from the queue. The caller must call releaseHead.
+// writing, and removes s from the queue. The caller writes with q.bw, and
+// must call releaseHead.
 func (q *respQueue) acquireHead(s *slot) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -139,6 +165,7 @@ func (q *respQueue) acquireHead(s *slot) bool {
 		return false
 	}
 	q.writing = true
+	q.borrowWriter()
 	q.slots[q.head] = nil
 	q.head++
 	q.space.Broadcast()
@@ -150,6 +177,7 @@ func (q *respQueue) acquireHead(s *slot) bool {
 func (q *respQueue) releaseHead(failed error) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.returnWriter() // flushed by the streaming goroutine, unless it failed
 	var err error
 	if failed == nil {
 		err = q.writeReady()
@@ -166,8 +194,8 @@ func (q *respQueue) releaseHead(failed error) error {
 }
 
 // release kills the queue, waits for a write under way to end, and returns
-// the writer, which nothing touches after that: every later complete finds
-// the queue dead.
+// the writer it may still hold (nil when none), which nothing touches after
+// that: every later complete finds the queue dead.
 func (q *respQueue) release() *bufio.Writer {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -43,7 +43,7 @@ func streamable(s *slot) bool {
 
 // streamer copies one response frame from r to w while walking it.
 type streamer struct {
-	r    *bufio.Reader
+	r    bufferedReader
 	w    *bufio.Writer
 	raw  io.Writer // w's destination, for long runs of bytes; nil: use w
 	src  io.Reader // r's source, for long runs of bytes
@@ -56,8 +56,9 @@ type streamer struct {
 // a megabyte moves in a few system calls instead of the bufio's sixty.
 const copyChunk = 256 << 10
 
-// copyLong copies n bytes from r to raw (after flushing w): what r has
-// buffered first, then the rest straight from src, the connection r reads.
+// copyLong copies n bytes from r to raw (after flushing w, when not nil):
+// what r has buffered first, then the rest straight from src, the
+// connection r reads.
 // Between two TCP connections the rest moves with splice(2), inside the
 // kernel: the bytes are not copied into the proxy and out again, and one
 // call moves up to a megabyte (a 1 MB Fetch response through the proxy took
@@ -65,9 +66,11 @@ const copyChunk = 256 << 10
 // From an upstream that can hand its bytes over itself (a broker of the
 // embedded cluster, in memory) they go straight to raw. Otherwise (TLS) it
 // goes through a pooled chunk buffer.
-func copyLong(w *bufio.Writer, raw io.Writer, r *bufio.Reader, src io.Reader, n int64, bufs *sync.Pool) error {
-	if err := w.Flush(); err != nil {
-		return err
+func copyLong(w *bufio.Writer, raw io.Writer, r bufferedReader, src io.Reader, n int64, bufs *sync.Pool) error {
+	if w != nil {
+		if err := w.Flush(); err != nil {
+			return err
+		}
 	}
 	if k := int64(r.Buffered()); k > 0 {
 		b, _ := r.Peek(int(min(k, n)))
