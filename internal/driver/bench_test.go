@@ -1,0 +1,180 @@
+package driver_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/wasmassign/wasmassign/coordinator"
+	"github.com/wasmassign/wasmassign/internal/driver"
+	rangeassignor "github.com/wasmassign/wasmassign/plugins/range"
+	"github.com/wasmassign/wasmassign/sdk/go/abi"
+)
+
+// nativeRange runs the range plugin natively: the driver's own cost is
+// what its benchmarks measure.
+type nativeRange struct{}
+
+func (nativeRange) Assign(_ context.Context, _ string, req *abi.Request) (*abi.Response, error) {
+	return rangeassignor.Assign(req)
+}
+
+// rawMember is a member that speaks to the driver with raw requests.
+type rawMember struct {
+	client     coordinator.Client
+	id         string
+	generation int32
+}
+
+// metadataOf is a cluster of one broker with a topic of partitions.
+func metadataOf(partitions int) *coordinator.Metadata {
+	md := &coordinator.Metadata{Brokers: []coordinator.Broker{{ID: 1}}, Topics: map[string]coordinator.TopicMetadata{}}
+	tm := coordinator.TopicMetadata{}
+	for range partitions {
+		tm.Partitions = append(tm.Partitions, coordinator.PartitionMetadata{Leader: 1, Replicas: []int32{1}, ISR: []int32{1}})
+	}
+	md.Topics[topic] = tm
+	return md
+}
+
+// join runs a member's JoinGroup and SyncGroup until it holds an
+// assignment of one generation, and returns its assignment.
+func (m *rawMember) join(ctx context.Context, d *driver.Driver, group string) (kmsg.ConsumerMemberAssignment, error) {
+	var a kmsg.ConsumerMemberAssignment
+	meta := kmsg.ConsumerMemberMetadata{Topics: []string{topic}}
+	for ctx.Err() == nil {
+		join := kmsg.NewPtrJoinGroupRequest()
+		join.SetVersion(5)
+		join.Group, join.MemberID, join.ProtocolType = group, m.id, "consumer"
+		join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 30000, 30000
+		join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
+		resp, err := d.Handle(ctx, m.client, join)
+		if err != nil {
+			return a, err
+		}
+		jr := resp.(*kmsg.JoinGroupResponse)
+		m.id = jr.MemberID
+		switch jr.ErrorCode {
+		case kerr.MemberIDRequired.Code, kerr.RebalanceInProgress.Code:
+			continue
+		case 0:
+		default:
+			return a, fmt.Errorf("join: %w", kerr.ErrorForCode(jr.ErrorCode))
+		}
+		sync := kmsg.NewPtrSyncGroupRequest()
+		sync.SetVersion(3)
+		sync.Group, sync.MemberID, sync.Generation = group, m.id, jr.Generation
+		if resp, err = d.Handle(ctx, m.client, sync); err != nil {
+			return a, err
+		}
+		sr := resp.(*kmsg.SyncGroupResponse)
+		switch sr.ErrorCode {
+		case kerr.RebalanceInProgress.Code, kerr.IllegalGeneration.Code:
+			continue
+		case 0:
+		default:
+			return a, fmt.Errorf("sync: %w", kerr.ErrorForCode(sr.ErrorCode))
+		}
+		m.generation = jr.Generation
+		return a, a.ReadFrom(sr.MemberAssignment)
+	}
+	return a, ctx.Err()
+}
+
+// heartbeat sends one Heartbeat and returns its error code.
+func (m *rawMember) heartbeat(ctx context.Context, d *driver.Driver, group string) (int16, error) {
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.SetVersion(4)
+	hb.Group, hb.MemberID, hb.Generation = group, m.id, m.generation
+	resp, err := d.Handle(ctx, m.client, hb)
+	if err != nil {
+		return 0, err
+	}
+	return resp.(*kmsg.HeartbeatResponse).ErrorCode, nil
+}
+
+// stableGroup joins n members to group at once and returns them once they
+// all hold an assignment of the same generation and heartbeat without
+// error.
+func stableGroup(tb testing.TB, d *driver.Driver, group string, n int) []*rawMember {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ms := make([]*rawMember, n)
+	for i := range ms {
+		ms[i] = &rawMember{client: coordinator.Client{ID: fmt.Sprintf("c%d", i), Host: "/127.0.0.1"}}
+	}
+	for ctx.Err() == nil {
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for _, m := range ms {
+			wg.Go(func() {
+				if _, err := m.join(ctx, d, group); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			tb.Fatal(err)
+		}
+		settled := true
+		for _, m := range ms {
+			if code, err := m.heartbeat(ctx, d, group); err != nil || code != 0 {
+				settled = false
+			}
+		}
+		if settled {
+			return ms
+		}
+	}
+	tb.Fatal("the group never settled")
+	return nil
+}
+
+// BenchmarkDriver_Heartbeat is one Heartbeat of a stable group through the
+// driver's loop and the coordinator, from many goroutines at once, as
+// connections send them.
+func BenchmarkDriver_Heartbeat(b *testing.B) {
+	for _, size := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("members=%d", size), func(b *testing.B) {
+			d, err := driver.Start(driver.Config{
+				Coordinator: coordinator.Config{Default: coordinator.GroupConfig{InitialRebalanceDelay: 200 * time.Millisecond}, Served: coordinator.ServedProtocols{"range": "range"}},
+				Plugins:     nativeRange{},
+				Forwarder:   acceptAll{},
+				Logger:      testLogger(),
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			if err := d.SetMetadata(metadataOf(64), nil); err != nil {
+				b.Fatal(err)
+			}
+			ms := stableGroup(b, d, group, size)
+			ctx := context.Background()
+			var next sync.Mutex
+			i := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					next.Lock()
+					m := ms[i%len(ms)]
+					i++
+					next.Unlock()
+					if code, err := m.heartbeat(ctx, d, group); err != nil || code != 0 {
+						b.Errorf("heartbeat: %v, code %d", err, code)
+						return
+					}
+				}
+			})
+		})
+	}
+}
