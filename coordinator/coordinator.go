@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -103,12 +102,16 @@ type Coordinator struct {
 	// be expired for it.
 	sessionsPaused bool
 
-	// timers holds each group's next deadline; entries that no longer match
-	// their group's deadline are skipped when they surface.
-	timers timerHeap
+	// timers queues every group with an armed deadline by its earliest
+	// one, then by group id, so that groups due at the same instant fire
+	// in a fixed order. A group's own deadlines are queued within it, so
+	// that every call costs the deadlines it moves.
+	timers timerQueue[*group]
 	// touched lists the groups the current call may have changed, whose
-	// deadlines finish recomputes.
-	touched map[*group]bool
+	// deadlines finish recomputes. A list with a mark in each group, not a
+	// set: a map that a call touching every group once grew would cost its
+	// size to range over on every later call.
+	touched []*group
 
 	now    time.Time
 	client Client
@@ -132,7 +135,7 @@ func New(cfg Config, idSeed uint64) (*Coordinator, error) {
 		idSeed:    idSeed,
 		jobs:      make(map[uint64]*jobState),
 		covered:   make(map[string]bool),
-		touched:   make(map[*group]bool),
+		timers:    timerQueue[*group]{tie: func(a, b *group) bool { return a.id < b.id }},
 	}, nil
 }
 
@@ -215,13 +218,14 @@ func (c *Coordinator) Handle(now time.Time, id RequestID, client Client, req kms
 // sync phase timeouts, KIP-394 pending members and session timeouts.
 func (c *Coordinator) Tick(now time.Time) Output {
 	c.begin(now)
-	for len(c.timers) > 0 && !c.timers[0].at.After(now) {
-		e := heap.Pop(&c.timers).(timerEntry)
-		g := c.groups[e.group]
-		if g == nil || !g.deadline.Equal(e.at) {
-			continue
+	for {
+		g, ok := c.timers.first()
+		if !ok || g.next.at.After(now) {
+			break
 		}
-		g.deadline = time.Time{}
+		// Out of the queue until finish queues it again at its next
+		// deadline: a group fires at most once per Tick.
+		c.timers.remove(g)
 		c.touch(g)
 		c.tickGroup(g)
 	}
@@ -239,35 +243,39 @@ func (c *Coordinator) begin(now time.Time) {
 }
 
 func (c *Coordinator) finish() Output {
-	for g := range c.touched {
+	for _, g := range c.touched {
+		g.touched = false
 		if c.groups[g.id] != g {
+			// Dropped during the call (dropGroup took it off the queue).
 			continue
 		}
-		if d := g.nextDeadline(c.cfg.EmptyGroupRetention); !d.Equal(g.deadline) {
-			g.deadline = d
-			if !d.IsZero() {
-				heap.Push(&c.timers, timerEntry{at: d, group: g.id})
-			}
-		}
+		c.timers.set(g, g.nextDeadline(c.cfg.EmptyGroupRetention))
 	}
 	clear(c.touched)
-	for len(c.timers) > 0 {
-		e := c.timers[0]
-		if g := c.groups[e.group]; g != nil && g.deadline.Equal(e.at) {
-			break
-		}
-		heap.Pop(&c.timers)
-	}
+	c.touched = c.touched[:0]
 	out := c.out
 	c.out = Output{}
-	if len(c.timers) > 0 {
-		out.NextDeadline = c.timers[0].at
+	if g, ok := c.timers.first(); ok {
+		out.NextDeadline = g.next.at
 	}
 	return out
 }
 
 // touch marks a group whose timers the current call may change.
-func (c *Coordinator) touch(g *group) { c.touched[g] = true }
+func (c *Coordinator) touch(g *group) {
+	if !g.touched {
+		g.touched = true
+		c.touched = append(c.touched, g)
+	}
+}
+
+// dropGroup forgets a group and its timers.
+func (c *Coordinator) dropGroup(g *group) {
+	if c.groups[g.id] == g {
+		delete(c.groups, g.id)
+	}
+	c.timers.remove(g)
+}
 
 func (c *Coordinator) reply(id RequestID, resp kmsg.Response) {
 	c.out.Replies = append(c.out.Replies, Reply{ID: id, Response: resp})
@@ -282,27 +290,26 @@ func (c *Coordinator) sortedGroupIDs() []string {
 	return ids
 }
 
-// nextDeadline returns the group's earliest armed timer, zero when none. It
-// is linear in the group's members.
+// nextDeadline returns the group's earliest armed timer, zero when none.
+// The queues of pending ids and sessions keep their earliest first, so it
+// costs the same in a group of any size.
 func (g *group) nextDeadline(retention time.Duration) time.Time {
-	var next time.Time
-	consider := func(t time.Time) {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
+	next := earliest(g.joinDeadline, g.syncDeadline)
+	next = earliest(next, g.metadataDeadline)
+	next = earliest(next, g.assignDeadline)
+	next = earliest(next, g.pending.next())
+	if m, ok := g.sessions.first(); ok {
+		next = earliest(next, m.heartbeatDeadline.at)
 	}
-	consider(g.joinDeadline)
-	consider(g.syncDeadline)
-	consider(g.metadataDeadline)
-	consider(g.assignDeadline)
-	for _, t := range g.pending {
-		consider(t)
+	return earliest(next, g.retentionEnd(retention))
+}
+
+// earliest returns the earlier of two deadlines, a zero one meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
 	}
-	for _, m := range g.members {
-		consider(m.heartbeatDeadline)
-	}
-	consider(g.retentionEnd(retention))
-	return next
+	return a
 }
 
 // retentionEnd is when an Empty group without members is forgotten; zero
@@ -312,31 +319,6 @@ func (g *group) retentionEnd(retention time.Duration) time.Time {
 		return time.Time{}
 	}
 	return g.emptySince.Add(retention)
-}
-
-type timerEntry struct {
-	at    time.Time
-	group string
-}
-
-// timerHeap orders entries by deadline, then group id, so that groups due at
-// the same instant fire in a fixed order.
-type timerHeap []timerEntry
-
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
-	}
-	return h[i].group < h[j].group
-}
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timerEntry)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
 }
 
 // newMemberID returns prefix-UUID, the form Kafka gives member ids, with a

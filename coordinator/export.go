@@ -197,12 +197,8 @@ func (c *Coordinator) Restore(now time.Time, states []GroupState) (Output, error
 			}
 			m.setAssigned(assigned)
 			m.rack = c.resolveRack(g, m)
-			m.heartbeatDeadline = now.Add(m.session)
-			g.members[m.id] = m
-			g.countOffered(m, 1)
-			if m.instanceID != "" {
-				g.static[m.instanceID] = m.id
-			}
+			m.heartbeatDeadline.at = now.Add(m.session)
+			g.insert(m)
 			if !ms.Synced {
 				g.pendingSync[m.id] = true
 			}

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -222,4 +223,101 @@ func TestState_OwnsItsData(t *testing.T) {
 	if after, _ := json.Marshal(c.Export()); string(after) != string(restored) {
 		t.Fatalf("changing the records after Restore changed the state:\n%s\n%s", restored, after)
 	}
+}
+
+// checkBookkeeping compares what the coordinator keeps to answer without
+// scanning (its queues of deadlines) with a scan of every group and
+// member, and next, an Output's NextDeadline, with the earliest deadline
+// the scan finds.
+func checkBookkeeping(c *Coordinator, next time.Time) error {
+	var earliestAll time.Time
+	for _, id := range c.sortedGroupIDs() {
+		g := c.groups[id]
+		var want time.Time
+		consider := func(t time.Time) {
+			if !t.IsZero() && (want.IsZero() || t.Before(want)) {
+				want = t
+			}
+		}
+		consider(g.joinDeadline)
+		consider(g.syncDeadline)
+		consider(g.metadataDeadline)
+		consider(g.assignDeadline)
+		for _, pm := range g.pending.byID {
+			consider(pm.deadline.at)
+		}
+		sessions := 0
+		for mid, m := range g.members {
+			consider(m.heartbeatDeadline.at)
+			if m.id != mid {
+				return fmt.Errorf("group %s: member %s filed as %s", id, m.id, mid)
+			}
+			if !m.heartbeatDeadline.at.IsZero() {
+				sessions++
+				if p := m.heartbeatDeadline.pos; p == 0 || p > g.sessions.len() || g.sessions.slots[p-1].x != m {
+					return fmt.Errorf("group %s: member %s's session deadline is not queued", id, mid)
+				}
+			}
+		}
+		consider(g.retentionEnd(c.cfg.EmptyGroupRetention))
+		if g.sessions.len() != sessions {
+			return fmt.Errorf("group %s: %d sessions queued, %d members have one", id, g.sessions.len(), sessions)
+		}
+		if g.pending.queue.len() != g.pending.len() {
+			return fmt.Errorf("group %s: %d pending ids queued of %d", id, g.pending.queue.len(), g.pending.len())
+		}
+		if err := checkHeap(&g.sessions); err != nil {
+			return fmt.Errorf("group %s sessions: %w", id, err)
+		}
+		if err := checkHeap(&g.pending.queue); err != nil {
+			return fmt.Errorf("group %s pending ids: %w", id, err)
+		}
+		if got := g.nextDeadline(c.cfg.EmptyGroupRetention); !got.Equal(want) {
+			return fmt.Errorf("group %s: next deadline %v from the queues, %v from a scan", id, got, want)
+		}
+		switch queued := g.next.pos != 0; {
+		case want.IsZero() && queued:
+			return fmt.Errorf("group %s queued at %v with no deadline", id, g.next.at)
+		case !want.IsZero() && (!queued || !g.next.at.Equal(want)):
+			return fmt.Errorf("group %s: queued %v at %v, its next deadline is %v", id, queued, g.next.at, want)
+		}
+		if g.touched {
+			return fmt.Errorf("group %s still marked touched", id)
+		}
+		if !want.IsZero() && (earliestAll.IsZero() || want.Before(earliestAll)) {
+			earliestAll = want
+		}
+	}
+	for _, s := range c.timers.slots {
+		if g := s.x; c.groups[g.id] != g {
+			return fmt.Errorf("group %s queued but not held", g.id)
+		}
+	}
+	if err := checkHeap(&c.timers); err != nil {
+		return fmt.Errorf("groups: %w", err)
+	}
+	if len(c.touched) != 0 {
+		return fmt.Errorf("%d groups left on the touched list", len(c.touched))
+	}
+	if !next.Equal(earliestAll) {
+		return fmt.Errorf("NextDeadline %v, the earliest deadline of any group is %v", next, earliestAll)
+	}
+	return nil
+}
+
+// checkHeap verifies a queue's positions and heap order.
+func checkHeap[T timed](q *timerQueue[T]) error {
+	for i := range q.slots {
+		s := &q.slots[i]
+		if t := s.x.timer(); t.pos != i+1 || !t.at.Equal(s.at) {
+			return fmt.Errorf("entry %d records position %d and deadline %v, queued at %v", i, t.pos-1, t.at, s.at)
+		}
+		if s.at.IsZero() {
+			return fmt.Errorf("entry %d queued with no deadline", i)
+		}
+		if i > 0 && q.before(s, &q.slots[(i-1)/2]) {
+			return fmt.Errorf("entry %d due before its parent", i)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"sort"
 	"time"
@@ -81,8 +82,10 @@ type member struct {
 	isNew    bool
 	// rejoined is true when the member was awaiting join as the current
 	// generation's join phase completed.
-	rejoined          bool
-	heartbeatDeadline time.Time
+	rejoined bool
+	// heartbeatDeadline is when the session ends unless the member is heard
+	// from; the group's sessions queue holds it (group.setHeartbeatDeadline).
+	heartbeatDeadline timer
 
 	// assignment is what SyncGroup answers in the current generation.
 	assignment []byte
@@ -98,6 +101,8 @@ type member struct {
 	held    map[string][]int32
 	heldGen int32
 }
+
+func (m *member) timer() *timer { return &m.heartbeatDeadline }
 
 func (m *member) metadataFor(protocol string) []byte {
 	for _, p := range m.protocols {
@@ -149,8 +154,12 @@ type group struct {
 	serverSide   bool
 
 	members map[string]*member
-	static  map[string]string    // instance id -> member id
-	pending map[string]time.Time // KIP-394 member ids -> session deadline
+	static  map[string]string // instance id -> member id
+	pending pendingMembers    // KIP-394 member ids handed out, not joined with yet
+	// sessions queues the members' heartbeat deadlines, so that the
+	// group's next deadline and the sessions that expire cost what they
+	// touch, not the group's size.
+	sessions timerQueue[*member]
 
 	pendingSync map[string]bool
 	// assignDeadline bounds a server-side generation's wait for its
@@ -166,9 +175,12 @@ type group struct {
 	initialDelay     time.Duration
 	initialRemaining time.Duration
 	syncDeadline     time.Time
-	// deadline is the earliest of the group's timers as last pushed to the
-	// coordinator's heap.
-	deadline time.Time
+	// next is the earliest of the group's deadlines, as queued in the
+	// coordinator's timers.
+	next timer
+	// touched is set while the group is on the coordinator's list of
+	// groups whose deadlines the current call may have changed.
+	touched bool
 
 	// metadataDeadline is when an assignment that waits for metadata
 	// (Config.MetadataWait) starts anyway; zero when none waits.
@@ -210,11 +222,13 @@ func newGroup(id string, cfg *GroupConfig) *group {
 		state:       Empty,
 		members:     make(map[string]*member),
 		static:      make(map[string]string),
-		pending:     make(map[string]time.Time),
+		pending:     newPendingMembers(),
 		pendingSync: make(map[string]bool),
 		offered:     make(map[string]int),
 	}
 }
+
+func (g *group) timer() *timer { return &g.next }
 
 func (c *Coordinator) transition(g *group, to State) {
 	if !slices.Contains(validPrevious(to), g.state) {
@@ -236,9 +250,13 @@ func (g *group) sortedMembers() []*member {
 	for _, m := range g.members {
 		ms = append(ms, m)
 	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].id < ms[j].id })
+	slices.SortFunc(ms, byMemberID)
 	return ms
 }
+
+// byMemberID orders members by id, the order every loop over a group's
+// members takes so that the coordinator stays deterministic.
+func byMemberID(a, b *member) int { return cmp.Compare(a.id, b.id) }
 
 // kafkaOrder returns the members the way Kafka's assignors sort them: static
 // members by instance id, then dynamic members by member id.
@@ -278,8 +296,14 @@ func (g *group) awaitingJoin() int {
 // allJoined reports whether every known member is awaiting join and no
 // KIP-394 pending member remains: the join phase may complete.
 func (g *group) allJoined() bool {
-	return len(g.pending) == 0 && g.awaitingJoin() == len(g.members)
+	return g.pending.len() == 0 && g.awaitingJoin() == len(g.members)
 }
+
+// setHeartbeatDeadline moves the session deadline of m, a member of g, to
+// at (zero for none). Every change to a member's deadline goes through it
+// (a member not yet inserted sets its own), so that the sessions queue
+// holds the deadline of every member of the group.
+func (g *group) setHeartbeatDeadline(m *member, at time.Time) { g.sessions.set(m, at) }
 
 // validateMember is ClassicGroup.validateMember: the instance id, when
 // given, must map to this member id.
@@ -398,21 +422,29 @@ func (g *group) add(m *member) {
 	if len(g.members) == 0 {
 		g.protocolType = m.protocolType
 	}
-	g.members[m.id] = m
-	g.countOffered(m, 1)
-	if m.instanceID != "" {
-		g.static[m.instanceID] = m.id
-	}
+	g.insert(m)
 	if g.leader == "" {
 		g.leader = m.id
 	}
 }
 
-// remove drops a member, electing another leader if it led.
+// insert files m under its id with everything the group keeps about its
+// members: the protocol counts, the static ids and the sessions queue.
+func (g *group) insert(m *member) {
+	g.members[m.id] = m
+	g.countOffered(m, 1)
+	if m.instanceID != "" {
+		g.static[m.instanceID] = m.id
+	}
+	g.sessions.set(m, m.heartbeatDeadline.at)
+}
+
+// remove drops a member, or a pending member id, electing another leader
+// if the member led.
 func (g *group) remove(id string) {
 	m, ok := g.members[id]
 	if !ok {
-		delete(g.pending, id)
+		g.pending.remove(id)
 		return
 	}
 	delete(g.members, id)
@@ -420,12 +452,24 @@ func (g *group) remove(id string) {
 	if m.instanceID != "" && g.static[m.instanceID] == id {
 		delete(g.static, m.instanceID)
 	}
+	g.sessions.remove(m)
 	delete(g.pendingSync, id)
 	if g.leader == id {
 		g.leader = ""
 		if ms := g.sortedMembers(); len(ms) > 0 {
 			g.leader = ms[0].id
 		}
+	}
+}
+
+// rename moves m, a member of the group, to member id to, keeping the
+// group's records of it (a static member's restart, KIP-345).
+func (g *group) rename(m *member, to string) {
+	delete(g.members, m.id)
+	m.id = to
+	g.members[to] = m
+	if m.instanceID != "" {
+		g.static[m.instanceID] = to
 	}
 }
 

@@ -62,6 +62,10 @@ type harness struct {
 	autoJobs bool
 	// rec, when set, records every input and its output (harness.call).
 	rec *recording
+	// checkEach checks the coordinator's bookkeeping against a scan of
+	// its groups after every input (checkBookkeeping); benchmarks leave
+	// it off.
+	checkEach bool
 }
 
 func newHarness(t testing.TB, cfg Config) *harness {
@@ -73,7 +77,8 @@ func newHarness(t testing.TB, cfg Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, c: c, now: t0, replies: map[RequestID]kmsg.Response{}, forwards: map[RequestID]Forward{}, assignors: nativeAssignors(), autoJobs: true}
+	_, bench := t.(*testing.B)
+	return &harness{t: t, c: c, now: t0, replies: map[RequestID]kmsg.Response{}, forwards: map[RequestID]Forward{}, assignors: nativeAssignors(), autoJobs: true, checkEach: !bench}
 }
 
 func (h *harness) absorb(out Output) {

@@ -84,8 +84,8 @@ func (c *Coordinator) joinGroup(id RequestID, r *kmsg.JoinGroupRequest) {
 
 // dropIfUnused forgets a group that a refused first join created.
 func (c *Coordinator) dropIfUnused(g *group) {
-	if g.state == Empty && len(g.members) == 0 && len(g.pending) == 0 && g.generation == 0 {
-		delete(c.groups, g.id)
+	if g.state == Empty && len(g.members) == 0 && g.pending.len() == 0 && g.generation == 0 {
+		c.dropGroup(g)
 	}
 }
 
@@ -174,7 +174,7 @@ func (c *Coordinator) joinNewMember(g *group, r *kmsg.JoinGroupRequest, instance
 	if r.Version >= 4 {
 		// KIP-394: the member must come back with this id before its session
 		// timeout.
-		g.pending[newID] = c.now.Add(ms(r.SessionTimeoutMillis))
+		g.pending.add(newID, c.now.Add(ms(r.SessionTimeoutMillis)))
 		c.reply(w.id, joinError(r.Version, kerr.MemberIDRequired.Code, newID))
 		return
 	}
@@ -187,14 +187,14 @@ func (c *Coordinator) joinExistingMember(g *group, r *kmsg.JoinGroupRequest, ins
 		c.reply(w.id, joinError(r.Version, kerr.CoordinatorNotAvailable.Code, id))
 		return
 	}
-	if _, ok := g.pending[id]; ok {
+	if g.pending.has(id) {
 		if instance != "" {
 			// Kafka raises an IllegalStateException here: pending ids are only
 			// handed to dynamic members.
 			c.reply(w.id, joinError(r.Version, kerr.UnknownServerError.Code, id))
 			return
 		}
-		delete(g.pending, id)
+		g.pending.remove(id)
 		c.addMember(g, r, id, "", w)
 		return
 	}
@@ -291,13 +291,13 @@ func (c *Coordinator) addMember(g *group, r *kmsg.JoinGroupRequest, id, instance
 	m := c.newMember(g, r, id, instance)
 	m.isNew = true
 	m.joinWait = w
+	// New members cannot heartbeat while their JoinGroup is parked; bound
+	// the wait so that abandoned joins do not pile up.
+	m.heartbeatDeadline.at = c.now.Add(c.cfg.NewMemberJoinTimeout)
 	if g.state == PreparingRebalance && g.prevState == Empty {
 		g.newMemberAdded = true
 	}
 	g.add(m)
-	// New members cannot heartbeat while their JoinGroup is parked; bound
-	// the wait so that abandoned joins do not pile up.
-	m.heartbeatDeadline = c.now.Add(c.cfg.NewMemberJoinTimeout)
 	c.event(Event{Kind: EventMemberAdded, Group: g.id, Generation: g.generation, Member: id})
 	c.maybePrepareOrComplete(g, "member "+id+" joined")
 }
@@ -327,19 +327,16 @@ func (c *Coordinator) replaceStaticMember(g *group, r *kmsg.JoinGroupRequest, ol
 	}
 	oldTopics := subscribedTopics(old, g.protocol)
 	wasLeader := g.leader == oldID
-	delete(g.members, oldID)
 	pendingSync := g.pendingSync[oldID]
 	delete(g.pendingSync, oldID)
 	m := old
-	m.id = newID
+	g.rename(m, newID)
 	m.clientID, m.host = c.client.ID, c.client.Host
 	if c.client.FetchRack != "" {
 		// A static member that restarts on a new address keeps the rack
 		// it had until its new client is heard from.
 		m.fetchRack = c.client.FetchRack
 	}
-	g.members[newID] = m
-	g.static[m.instanceID] = newID
 	if pendingSync {
 		g.pendingSync[newID] = true
 	}
@@ -348,7 +345,7 @@ func (c *Coordinator) replaceStaticMember(g *group, r *kmsg.JoinGroupRequest, ol
 	}
 	c.setProtocols(g, m, r)
 	m.joinWait = w
-	m.heartbeatDeadline = c.now.Add(m.session)
+	g.setHeartbeatDeadline(m, c.now.Add(m.session))
 	c.event(Event{Kind: EventMemberRemoved, Group: g.id, Generation: g.generation, Member: oldID, Detail: "replaced by static member " + newID})
 	c.event(Event{Kind: EventMemberAdded, Group: g.id, Generation: g.generation, Member: newID})
 
@@ -530,7 +527,7 @@ func (c *Coordinator) completeJoin(g *group) {
 			m.joinWait = nil
 		}
 		m.isNew = false
-		m.heartbeatDeadline = c.now.Add(m.session)
+		g.setHeartbeatDeadline(m, c.now.Add(m.session))
 		g.pendingSync[m.id] = true
 	}
 	g.syncDeadline = c.now.Add(g.rebalanceTimeout())

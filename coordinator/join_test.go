@@ -293,11 +293,11 @@ func TestJoin_PendingMemberThatNeverReturnsIsDroppedAfterItsSessionTimeout(t *te
 	a.poll()
 	a.sync()
 	b := h.do(Client{ID: "b"}, joinReq(9, "g", "", "", rangeProto("t"))).(*kmsg.JoinGroupResponse)
-	if len(h.c.groups["g"].pending) != 1 {
+	if h.c.groups["g"].pending.len() != 1 {
 		t.Fatal("no pending member")
 	}
 	h.advance(10 * time.Second)
-	if len(h.c.groups["g"].pending) != 0 {
+	if h.c.groups["g"].pending.len() != 0 {
 		t.Fatal("pending member outlived its session timeout")
 	}
 	r := h.do(Client{ID: "b"}, joinReq(9, "g", b.MemberID, "", rangeProto("t"))).(*kmsg.JoinGroupResponse)

@@ -82,7 +82,7 @@ func (c *Coordinator) syncGroup(id RequestID, r *kmsg.SyncGroupRequest) {
 	case CompletingRebalance:
 		m.syncWait = &waiter{id: id, version: r.Version}
 		delete(g.pendingSync, m.id)
-		m.heartbeatDeadline = c.now.Add(m.session)
+		g.setHeartbeatDeadline(m, c.now.Add(m.session))
 		if !g.serverSide && g.leader == m.id {
 			// The leader's SyncGroup carries everyone's assignment; members it
 			// left out get an empty one, as in Kafka.
@@ -113,7 +113,7 @@ func (c *Coordinator) syncGroup(id RequestID, r *kmsg.SyncGroupRequest) {
 		}
 	case Stable:
 		delete(g.pendingSync, m.id)
-		m.heartbeatDeadline = c.now.Add(m.session)
+		g.setHeartbeatDeadline(m, c.now.Add(m.session))
 		c.answerSync(g, m, id, r.Version)
 		c.maybeFollowUp(g)
 	}
@@ -227,10 +227,10 @@ func (c *Coordinator) heartbeat(id RequestID, r *kmsg.HeartbeatRequest) {
 		answer(kerr.UnknownMemberID.Code)
 	case PreparingRebalance:
 		// The heartbeat keeps the session alive and tells the member to rejoin.
-		m.heartbeatDeadline = c.now.Add(m.session)
+		g.setHeartbeatDeadline(m, c.now.Add(m.session))
 		answer(kerr.RebalanceInProgress.Code)
 	default:
-		m.heartbeatDeadline = c.now.Add(m.session)
+		g.setHeartbeatDeadline(m, c.now.Add(m.session))
 		answer(0)
 	}
 }
@@ -283,8 +283,7 @@ func (c *Coordinator) leaveGroup(id RequestID, r *kmsg.LeaveGroupRequest) {
 				c.removeLeaving(g, g.members[mid])
 				removed++
 			default:
-				if _, ok := g.pending[w.member]; ok {
-					delete(g.pending, w.member)
+				if g.pending.remove(w.member) {
 					removed++
 					continue
 				}
@@ -364,30 +363,32 @@ func (c *Coordinator) tickGroup(g *group) {
 	if end := g.retentionEnd(c.cfg.EmptyGroupRetention); !end.IsZero() && !end.After(now) {
 		// Retention ended: forget the group, as Kafka does when its
 		// offsets expire.
-		delete(c.groups, g.id)
+		c.dropGroup(g)
 		c.event(Event{Kind: EventStateChanged, Group: g.id, Generation: g.generation, State: Dead, Detail: "retention ended"})
 		return
 	}
-	for _, id := range sortedKeys(g.pending) {
-		if !g.pending[id].After(now) {
-			// KIP-394: the member never came back with its id.
-			delete(g.pending, id)
-			if g.state == PreparingRebalance && g.allJoined() {
-				c.completeJoin(g)
-			}
+	for _, id := range g.pending.due(now) {
+		// KIP-394: the member never came back with its id.
+		g.pending.remove(id)
+		if g.state == PreparingRebalance && g.allJoined() {
+			c.completeJoin(g)
 		}
 	}
-	for _, m := range g.sortedMembers() {
-		if g.members[m.id] != m || m.heartbeatDeadline.IsZero() || m.heartbeatDeadline.After(now) {
+	// Only sessions due now can expire in this pass: every deadline it
+	// sets lies after now. They go in member id order, as everything else.
+	expired := g.sessions.appendDue(nil, now)
+	slices.SortFunc(expired, byMemberID)
+	for _, m := range expired {
+		if g.members[m.id] != m || m.heartbeatDeadline.at.IsZero() || m.heartbeatDeadline.at.After(now) {
 			continue
 		}
 		if !m.isNew && (m.joinWait != nil || m.syncWait != nil) {
 			// A member waiting for a join or sync answer cannot heartbeat.
-			m.heartbeatDeadline = now.Add(m.session)
+			g.setHeartbeatDeadline(m, now.Add(m.session))
 			continue
 		}
 		if c.sessionsPaused {
-			m.heartbeatDeadline = now.Add(m.session)
+			g.setHeartbeatDeadline(m, now.Add(m.session))
 			continue
 		}
 		c.removeMemberAndUpdate(g, m, "session timeout")

@@ -73,12 +73,12 @@ func TestPreparingRebalance_SyncAndHeartbeatSayRebalanceInProgress(t *testing.T)
 	if code := h.do(a.client, syncReq(5, "g", a.memberID, a.generation)).(*kmsg.SyncGroupResponse).ErrorCode; code != kerr.RebalanceInProgress.Code {
 		t.Fatalf("sync: %v", kerr.ErrorForCode(code))
 	}
-	deadline := h.c.groups["g"].members[a.memberID].heartbeatDeadline
+	deadline := h.c.groups["g"].members[a.memberID].heartbeatDeadline.at
 	h.advance(time.Second)
 	if code := h.do(a.client, hbReq("g", a.memberID, a.generation)).(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.RebalanceInProgress.Code {
 		t.Fatalf("heartbeat: %v", kerr.ErrorForCode(code))
 	}
-	if !h.c.groups["g"].members[a.memberID].heartbeatDeadline.After(deadline) {
+	if !h.c.groups["g"].members[a.memberID].heartbeatDeadline.at.After(deadline) {
 		t.Fatal("the heartbeat during PreparingRebalance did not extend the session")
 	}
 }

@@ -100,8 +100,8 @@ func (c *Coordinator) PauseSessions(now time.Time, paused bool) Output {
 				g := c.groups[id]
 				c.touch(g)
 				for _, m := range g.members {
-					if !m.heartbeatDeadline.IsZero() {
-						m.heartbeatDeadline = now.Add(m.session)
+					if !m.heartbeatDeadline.at.IsZero() {
+						g.setHeartbeatDeadline(m, now.Add(m.session))
 					}
 				}
 			}

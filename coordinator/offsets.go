@@ -108,7 +108,7 @@ func (c *Coordinator) deleteGroups(id RequestID, r *kmsg.DeleteGroupsRequest) {
 		default:
 			// Through the state table, so the driver hears of it: it
 			// saves the state and drops the group's metrics.
-			delete(c.groups, name)
+			c.dropGroup(g)
 			c.transition(g, Dead)
 			forward = append(forward, name)
 		}

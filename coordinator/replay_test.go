@@ -204,9 +204,15 @@ func outputBytes(out Output) []byte {
 }
 
 // call applies one input to the harness's coordinator, recording it and the
-// bytes of its output when the harness records.
+// bytes of its output when the harness records, and checking its
+// bookkeeping when the harness checks.
 func (h *harness) call(in input) Output {
 	out := in.apply(h.t, &h.c)
+	if h.checkEach {
+		if err := checkBookkeeping(h.c, out.NextDeadline); err != nil {
+			h.t.Fatalf("after %T: %v", in, err)
+		}
+	}
 	if h.rec != nil {
 		h.rec.inputs = append(h.rec.inputs, in)
 		h.rec.outputs = append(h.rec.outputs, outputBytes(out))
