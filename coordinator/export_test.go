@@ -226,9 +226,9 @@ func TestState_OwnsItsData(t *testing.T) {
 }
 
 // checkBookkeeping compares what the coordinator keeps to answer without
-// scanning (its queues of deadlines) with a scan of every group and
-// member, and next, an Output's NextDeadline, with the earliest deadline
-// the scan finds.
+// scanning (its queues of deadlines, the counts of members awaiting join)
+// with a scan of every group and member, and next, an Output's
+// NextDeadline, with the earliest deadline the scan finds.
 func checkBookkeeping(c *Coordinator, next time.Time) error {
 	var earliestAll time.Time
 	for _, id := range c.sortedGroupIDs() {
@@ -246,11 +246,14 @@ func checkBookkeeping(c *Coordinator, next time.Time) error {
 		for _, pm := range g.pending.byID {
 			consider(pm.deadline.at)
 		}
-		sessions := 0
+		joining, sessions := 0, 0
 		for mid, m := range g.members {
 			consider(m.heartbeatDeadline.at)
 			if m.id != mid {
 				return fmt.Errorf("group %s: member %s filed as %s", id, m.id, mid)
+			}
+			if m.joinWait != nil {
+				joining++
 			}
 			if !m.heartbeatDeadline.at.IsZero() {
 				sessions++
@@ -260,6 +263,9 @@ func checkBookkeeping(c *Coordinator, next time.Time) error {
 			}
 		}
 		consider(g.retentionEnd(c.cfg.EmptyGroupRetention))
+		if g.joining != joining {
+			return fmt.Errorf("group %s: %d members counted as awaiting join, %d are", id, g.joining, joining)
+		}
 		if g.sessions.len() != sessions {
 			return fmt.Errorf("group %s: %d sessions queued, %d members have one", id, g.sessions.len(), sessions)
 		}

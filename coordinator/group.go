@@ -156,6 +156,9 @@ type group struct {
 	members map[string]*member
 	static  map[string]string // instance id -> member id
 	pending pendingMembers    // KIP-394 member ids handed out, not joined with yet
+	// joining counts the members awaiting join (joinWait set), so that the
+	// join phase's end is found without a look at every member.
+	joining int
 	// sessions queues the members' heartbeat deadlines, so that the
 	// group's next deadline and the sessions that expire cost what they
 	// touch, not the group's size.
@@ -283,20 +286,27 @@ func (g *group) rebalanceTimeout() time.Duration {
 	return d
 }
 
-func (g *group) awaitingJoin() int {
-	n := 0
-	for _, m := range g.members {
-		if m.joinWait != nil {
-			n++
-		}
-	}
-	return n
-}
+// awaitingJoin counts the members whose JoinGroup is parked.
+func (g *group) awaitingJoin() int { return g.joining }
 
 // allJoined reports whether every known member is awaiting join and no
 // KIP-394 pending member remains: the join phase may complete.
 func (g *group) allJoined() bool {
-	return g.pending.len() == 0 && g.awaitingJoin() == len(g.members)
+	return g.pending.len() == 0 && g.joining == len(g.members)
+}
+
+// setJoinWait parks (w set) or unparks (w nil) the JoinGroup of m, a
+// member of g. Every change to a member's joinWait goes through it (or
+// through insert and remove), so that joining stays the count of members
+// awaiting join.
+func (g *group) setJoinWait(m *member, w *waiter) {
+	if m.joinWait != nil {
+		g.joining--
+	}
+	if w != nil {
+		g.joining++
+	}
+	m.joinWait = w
 }
 
 // setHeartbeatDeadline moves the session deadline of m, a member of g, to
@@ -306,25 +316,28 @@ func (g *group) allJoined() bool {
 func (g *group) setHeartbeatDeadline(m *member, at time.Time) { g.sessions.set(m, at) }
 
 // validateMember is ClassicGroup.validateMember: the instance id, when
-// given, must map to this member id.
-func (g *group) validateMember(memberID, instanceID string) int16 {
+// given, must map to this member id. It returns the member when the code
+// is 0.
+func (g *group) validateMember(memberID, instanceID string) (*member, int16) {
 	if instanceID != "" {
 		existing, ok := g.static[instanceID]
 		if !ok {
-			return kerr.UnknownMemberID.Code
+			return nil, kerr.UnknownMemberID.Code
 		}
 		if existing != memberID {
 			// KIP-345: a known instance id with another member id is fenced.
-			return kerr.FencedInstanceID.Code
+			return nil, kerr.FencedInstanceID.Code
 		}
 	}
-	if _, ok := g.members[memberID]; !ok {
-		return kerr.UnknownMemberID.Code
+	m, ok := g.members[memberID]
+	if !ok {
+		return nil, kerr.UnknownMemberID.Code
 	}
-	return 0
+	return m, 0
 }
 
-// candidates returns the protocols every member supports.
+// candidates returns the protocols every member supports; offers reports
+// whether one protocol is among them without building the set.
 func (g *group) candidates() map[string]bool {
 	out := make(map[string]bool)
 	for name, n := range g.offered {
@@ -333,6 +346,11 @@ func (g *group) candidates() map[string]bool {
 		}
 	}
 	return out
+}
+
+func (g *group) offers(protocol string) bool {
+	n, ok := g.offered[protocol]
+	return ok && n == len(g.members)
 }
 
 // countOffered adds delta to the count of members offering each protocol m
@@ -364,9 +382,8 @@ func (g *group) supportsProtocols(protocolType string, ps []kmsg.JoinGroupReques
 	if protocolType != g.protocolType {
 		return false
 	}
-	cand := g.candidates()
 	for _, p := range ps {
-		if cand[p.Name] {
+		if g.offers(p.Name) {
 			return true
 		}
 	}
@@ -429,12 +446,16 @@ func (g *group) add(m *member) {
 }
 
 // insert files m under its id with everything the group keeps about its
-// members: the protocol counts, the static ids and the sessions queue.
+// members: the protocol counts, the static ids, the count of members
+// awaiting join and the sessions queue.
 func (g *group) insert(m *member) {
 	g.members[m.id] = m
 	g.countOffered(m, 1)
 	if m.instanceID != "" {
 		g.static[m.instanceID] = m.id
+	}
+	if m.joinWait != nil {
+		g.joining++
 	}
 	g.sessions.set(m, m.heartbeatDeadline.at)
 }
@@ -452,12 +473,19 @@ func (g *group) remove(id string) {
 	if m.instanceID != "" && g.static[m.instanceID] == id {
 		delete(g.static, m.instanceID)
 	}
+	if m.joinWait != nil {
+		g.joining--
+	}
 	g.sessions.remove(m)
 	delete(g.pendingSync, id)
 	if g.leader == id {
+		// The member with the smallest id leads, as sortedMembers would
+		// order them; one pass finds it without sorting.
 		g.leader = ""
-		if ms := g.sortedMembers(); len(ms) > 0 {
-			g.leader = ms[0].id
+		for mid := range g.members {
+			if g.leader == "" || mid < g.leader {
+				g.leader = mid
+			}
 		}
 	}
 }

@@ -198,11 +198,11 @@ func (c *Coordinator) joinExistingMember(g *group, r *kmsg.JoinGroupRequest, ins
 		c.addMember(g, r, id, "", w)
 		return
 	}
-	if code := g.validateMember(id, instance); code != 0 {
+	m, code := g.validateMember(id, instance)
+	if code != 0 {
 		c.reply(w.id, joinError(r.Version, code, id))
 		return
 	}
-	m := g.members[id]
 	switch g.state {
 	case PreparingRebalance:
 		c.updateMember(g, m, r, w)
@@ -308,7 +308,7 @@ func (c *Coordinator) updateMember(g *group, m *member, r *kmsg.JoinGroupRequest
 		c.reply(m.joinWait.id, joinError(m.joinWait.version, kerr.UnknownMemberID.Code, m.id))
 	}
 	c.setProtocols(g, m, r)
-	m.joinWait = w
+	g.setJoinWait(m, w)
 }
 
 // replaceStaticMember is KIP-345's restart: the instance id moves to a new
@@ -319,7 +319,7 @@ func (c *Coordinator) replaceStaticMember(g *group, r *kmsg.JoinGroupRequest, ol
 	old := g.members[oldID]
 	if old.joinWait != nil {
 		c.reply(old.joinWait.id, joinError(old.joinWait.version, kerr.FencedInstanceID.Code, oldID))
-		old.joinWait = nil
+		g.setJoinWait(old, nil)
 	}
 	if old.syncWait != nil {
 		c.reply(old.syncWait.id, syncError(old.syncWait.version, kerr.FencedInstanceID.Code))
@@ -344,7 +344,7 @@ func (c *Coordinator) replaceStaticMember(g *group, r *kmsg.JoinGroupRequest, ol
 		g.leader = newID
 	}
 	c.setProtocols(g, m, r)
-	m.joinWait = w
+	g.setJoinWait(m, w)
 	g.setHeartbeatDeadline(m, c.now.Add(m.session))
 	c.event(Event{Kind: EventMemberRemoved, Group: g.id, Generation: g.generation, Member: oldID, Detail: "replaced by static member " + newID})
 	c.event(Event{Kind: EventMemberAdded, Group: g.id, Generation: g.generation, Member: newID})
@@ -370,7 +370,7 @@ func (c *Coordinator) replaceStaticMember(g *group, r *kmsg.JoinGroupRequest, ol
 				}
 			}
 			c.reply(w.id, resp)
-			m.joinWait = nil
+			g.setJoinWait(m, nil)
 			return
 		}
 		c.prepareRebalance(g, "static member "+m.instanceID+" rejoined with a different protocol or subscription")
@@ -387,7 +387,7 @@ func (c *Coordinator) replaceStaticMember(g *group, r *kmsg.JoinGroupRequest, ol
 func (c *Coordinator) completeJoinFor(g *group, m *member, w *waiter) {
 	c.reply(w.id, c.joinSuccess(g, m, w.version))
 	if m.joinWait == w {
-		m.joinWait = nil
+		g.setJoinWait(m, nil)
 	}
 }
 
@@ -524,7 +524,7 @@ func (c *Coordinator) completeJoin(g *group) {
 		m.assignment = nil
 		if m.joinWait != nil {
 			c.reply(m.joinWait.id, c.joinSuccess(g, m, m.joinWait.version))
-			m.joinWait = nil
+			g.setJoinWait(m, nil)
 		}
 		m.isNew = false
 		g.setHeartbeatDeadline(m, c.now.Add(m.session))

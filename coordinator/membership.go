@@ -30,28 +30,30 @@ func (c *Coordinator) syncSuccess(g *group, m *member, version int16) *kmsg.Sync
 	return r
 }
 
-// memberInGeneration finds the group of a SyncGroup or Heartbeat and
-// checks its member and generation, which Kafka does alike and in this
-// order for both. code is the error to answer; 0 lets the request on.
-func (c *Coordinator) memberInGeneration(groupID, member, instance string, generation int32) (*group, int16) {
+// memberInGeneration finds the group and member of a SyncGroup or
+// Heartbeat and checks its member and generation, which Kafka does alike
+// and in this order for both. code is the error to answer; 0 lets the
+// request on.
+func (c *Coordinator) memberInGeneration(groupID, memberID, instance string, generation int32) (*group, *member, int16) {
 	if groupID == "" {
-		return nil, kerr.InvalidGroupID.Code
+		return nil, nil, kerr.InvalidGroupID.Code
 	}
 	g := c.groups[groupID]
 	if g == nil {
-		return nil, kerr.UnknownMemberID.Code
+		return nil, nil, kerr.UnknownMemberID.Code
 	}
 	c.touch(g)
 	if g.state == Dead {
-		return nil, kerr.CoordinatorNotAvailable.Code
+		return nil, nil, kerr.CoordinatorNotAvailable.Code
 	}
-	if code := g.validateMember(member, instance); code != 0 {
-		return nil, code
+	m, code := g.validateMember(memberID, instance)
+	if code != 0 {
+		return nil, nil, code
 	}
 	if generation != g.generation {
-		return nil, kerr.IllegalGeneration.Code
+		return nil, nil, kerr.IllegalGeneration.Code
 	}
-	return g, 0
+	return g, m, 0
 }
 
 // instanceID returns the group instance id a request carries: "" for a
@@ -66,7 +68,7 @@ func instanceID(version, from int16, id *string) string {
 // syncGroup is classicGroupSyncToClassicGroup.
 func (c *Coordinator) syncGroup(id RequestID, r *kmsg.SyncGroupRequest) {
 	fail := func(code int16) { c.reply(id, syncError(r.Version, code)) }
-	g, code := c.memberInGeneration(r.Group, r.MemberID, instanceID(r.Version, 3, r.InstanceID), r.Generation)
+	g, m, code := c.memberInGeneration(r.Group, r.MemberID, instanceID(r.Version, 3, r.InstanceID), r.Generation)
 	if code != 0 {
 		fail(code)
 		return
@@ -75,7 +77,6 @@ func (c *Coordinator) syncGroup(id RequestID, r *kmsg.SyncGroupRequest) {
 		fail(kerr.InconsistentGroupProtocol.Code)
 		return
 	}
-	m := g.members[r.MemberID]
 	switch g.state {
 	case PreparingRebalance:
 		fail(kerr.RebalanceInProgress.Code)
@@ -216,12 +217,11 @@ func heartbeatResponse(version, code int16) *kmsg.HeartbeatResponse {
 // heartbeat is classicGroupHeartbeatToClassicGroup.
 func (c *Coordinator) heartbeat(id RequestID, r *kmsg.HeartbeatRequest) {
 	answer := func(code int16) { c.reply(id, heartbeatResponse(r.Version, code)) }
-	g, code := c.memberInGeneration(r.Group, r.MemberID, instanceID(r.Version, 3, r.InstanceID), r.Generation)
+	g, m, code := c.memberInGeneration(r.Group, r.MemberID, instanceID(r.Version, 3, r.InstanceID), r.Generation)
 	if code != 0 {
 		answer(code)
 		return
 	}
-	m := g.members[r.MemberID]
 	switch g.state {
 	case Empty:
 		answer(kerr.UnknownMemberID.Code)
@@ -287,11 +287,12 @@ func (c *Coordinator) leaveGroup(id RequestID, r *kmsg.LeaveGroupRequest) {
 					removed++
 					continue
 				}
-				if code := g.validateMember(w.member, w.instance); code != 0 {
+				m, code := g.validateMember(w.member, w.instance)
+				if code != 0 {
 					codes[i] = code
 					continue
 				}
-				c.removeLeaving(g, g.members[w.member])
+				c.removeLeaving(g, m)
 				removed++
 			}
 		}
@@ -325,15 +326,15 @@ func (c *Coordinator) leaveGroup(id RequestID, r *kmsg.LeaveGroupRequest) {
 
 // removeLeaving removes a member that left, failing whatever it has parked.
 func (c *Coordinator) removeLeaving(g *group, m *member) {
-	c.failParked(m, kerr.UnknownMemberID.Code)
+	c.failParked(g, m, kerr.UnknownMemberID.Code)
 	g.remove(m.id)
 	c.event(Event{Kind: EventMemberRemoved, Group: g.id, Generation: g.generation, Member: m.id, Detail: "left the group"})
 }
 
-func (c *Coordinator) failParked(m *member, code int16) {
+func (c *Coordinator) failParked(g *group, m *member, code int16) {
 	if m.joinWait != nil {
 		c.reply(m.joinWait.id, joinError(m.joinWait.version, code, ""))
-		m.joinWait = nil
+		g.setJoinWait(m, nil)
 	}
 	if m.syncWait != nil {
 		c.reply(m.syncWait.id, syncError(m.syncWait.version, code))
@@ -344,7 +345,7 @@ func (c *Coordinator) failParked(m *member, code int16) {
 // removeMemberAndUpdate removes a failed member (session expiry) and lets the
 // group react: a rebalance, or the end of a join phase it was blocking.
 func (c *Coordinator) removeMemberAndUpdate(g *group, m *member, reason string) {
-	c.failParked(m, kerr.UnknownMemberID.Code)
+	c.failParked(g, m, kerr.UnknownMemberID.Code)
 	g.remove(m.id)
 	c.event(Event{Kind: EventMemberRemoved, Group: g.id, Generation: g.generation, Member: m.id, Detail: reason})
 	switch g.state {
@@ -426,7 +427,7 @@ func (c *Coordinator) tickGroup(g *group) {
 			// starts over.
 			for _, id := range sortedKeys(g.pendingSync) {
 				if m := g.members[id]; m != nil {
-					c.failParked(m, kerr.UnknownMemberID.Code)
+					c.failParked(g, m, kerr.UnknownMemberID.Code)
 					g.remove(id)
 					c.event(Event{Kind: EventMemberRemoved, Group: g.id, Generation: g.generation, Member: id, Detail: "no SyncGroup within the rebalance timeout"})
 				}

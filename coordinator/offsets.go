@@ -17,7 +17,7 @@ func (g *group) validateOffsetCommit(memberID, instance string, generation int32
 		return 0
 	}
 	if generation >= 0 || memberID != "" || instance != "" {
-		if code := g.validateMember(memberID, instance); code != 0 {
+		if _, code := g.validateMember(memberID, instance); code != 0 {
 			return code
 		}
 		if generation != g.generation {
