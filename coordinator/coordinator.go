@@ -112,6 +112,9 @@ type Coordinator struct {
 	// set: a map that a call touching every group once grew would cost its
 	// size to range over on every later call.
 	touched []*group
+	// clients indexes the members of every group by client, for
+	// FetchRacksSeen.
+	clients clientIndex
 
 	now    time.Time
 	client Client
@@ -136,6 +139,7 @@ func New(cfg Config, idSeed uint64) (*Coordinator, error) {
 		jobs:      make(map[uint64]*jobState),
 		covered:   make(map[string]bool),
 		timers:    timerQueue[*group]{tie: func(a, b *group) bool { return a.id < b.id }},
+		clients:   newClientIndex(),
 	}, nil
 }
 
@@ -275,6 +279,9 @@ func (c *Coordinator) dropGroup(g *group) {
 		delete(c.groups, g.id)
 	}
 	c.timers.remove(g)
+	for _, m := range g.members {
+		c.clients.remove(m)
+	}
 }
 
 func (c *Coordinator) reply(id RequestID, resp kmsg.Response) {

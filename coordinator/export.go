@@ -161,18 +161,24 @@ func (c *Coordinator) Restore(now time.Time, states []GroupState) (Output, error
 		if _, ok := c.groups[gs.Group]; ok {
 			return c.finish(), fmt.Errorf("restore group %q: already present", gs.Group)
 		}
-		g := newGroup(gs.Group, c.cfg.groupConfigFor(gs.Group))
+		g := newGroup(gs.Group, c.cfg.groupConfigFor(gs.Group), &c.clients)
 		g.generation, g.protocolType, g.protocol, g.leader = gs.Generation, gs.ProtocolType, gs.Protocol, gs.Leader
 		g.serverSide, g.followUp, g.fingerprint, g.fingerprintRacks = gs.ServerSide, gs.FollowUp, gs.Fingerprint, gs.FingerprintRacks
+		refuse := func(format string, args ...any) (Output, error) {
+			// The members restored so far are in the coordinator's index
+			// of clients; the group goes with them.
+			c.dropGroup(g)
+			return c.finish(), fmt.Errorf(format, args...)
+		}
 		for _, ms := range gs.Members {
 			if ms.MemberID == "" || g.members[ms.MemberID] != nil {
-				return c.finish(), fmt.Errorf("restore group %q: member id %q empty or repeated", gs.Group, ms.MemberID)
+				return refuse("restore group %q: member id %q empty or repeated", gs.Group, ms.MemberID)
 			}
 			if ms.InstanceID != "" && g.static[ms.InstanceID] != "" {
-				return c.finish(), fmt.Errorf("restore group %q: instance id %q repeated", gs.Group, ms.InstanceID)
+				return refuse("restore group %q: instance id %q repeated", gs.Group, ms.InstanceID)
 			}
 			if ms.SessionTimeout <= 0 {
-				return c.finish(), fmt.Errorf("restore group %q member %q: session timeout %v", gs.Group, ms.MemberID, ms.SessionTimeout)
+				return refuse("restore group %q member %q: session timeout %v", gs.Group, ms.MemberID, ms.SessionTimeout)
 			}
 			m := &member{
 				id: ms.MemberID, instanceID: ms.InstanceID, clientID: ms.ClientID, host: ms.ClientHost,

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -226,11 +227,13 @@ func TestState_OwnsItsData(t *testing.T) {
 }
 
 // checkBookkeeping compares what the coordinator keeps to answer without
-// scanning (its queues of deadlines, the counts of members awaiting join)
-// with a scan of every group and member, and next, an Output's
-// NextDeadline, with the earliest deadline the scan finds.
+// scanning (its queues of deadlines, the counts of members awaiting join,
+// the index of members by client) with a scan of every group and member,
+// and next, an Output's NextDeadline, with the earliest deadline the scan
+// finds.
 func checkBookkeeping(c *Coordinator, next time.Time) error {
 	var earliestAll time.Time
+	clients := 0
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
 		var want time.Time
@@ -261,6 +264,10 @@ func checkBookkeeping(c *Coordinator, next time.Time) error {
 					return fmt.Errorf("group %s: member %s's session deadline is not queued", id, mid)
 				}
 			}
+			if ms := c.clients.members(m.clientID, m.host); m.clientPos >= len(ms) || ms[m.clientPos] != (clientMember{g, m}) {
+				return fmt.Errorf("group %s: member %s is not indexed under client %q %q", id, mid, m.clientID, m.host)
+			}
+			clients++
 		}
 		consider(g.retentionEnd(c.cfg.EmptyGroupRetention))
 		if g.joining != joining {
@@ -301,6 +308,16 @@ func checkBookkeeping(c *Coordinator, next time.Time) error {
 	}
 	if err := checkHeap(&c.timers); err != nil {
 		return fmt.Errorf("groups: %w", err)
+	}
+	indexed := 0
+	for _, ms := range c.clients.byClient {
+		if len(ms) == 0 {
+			return errors.New("an empty client in the index")
+		}
+		indexed += len(ms)
+	}
+	if indexed != clients {
+		return fmt.Errorf("%d members indexed by client, %d held", indexed, clients)
 	}
 	if len(c.touched) != 0 {
 		return fmt.Errorf("%d groups left on the touched list", len(c.touched))

@@ -76,6 +76,9 @@ type member struct {
 	// request, as far as the coordinator has been told (Client.FetchRack,
 	// FetchRacksSeen).
 	fetchRack string
+	// clientPos is the member's place among its client's members in the
+	// coordinator's clientIndex.
+	clientPos int
 
 	joinWait *waiter
 	syncWait *waiter
@@ -163,6 +166,9 @@ type group struct {
 	// group's next deadline and the sessions that expire cost what they
 	// touch, not the group's size.
 	sessions timerQueue[*member]
+	// clients is the coordinator's index of members by client, which the
+	// group keeps current as members come, go and change clients.
+	clients *clientIndex
 
 	pendingSync map[string]bool
 	// assignDeadline bounds a server-side generation's wait for its
@@ -218,7 +224,7 @@ type assignmentStats struct {
 	unassigned, rackLocal, rackKnown int
 }
 
-func newGroup(id string, cfg *GroupConfig) *group {
+func newGroup(id string, cfg *GroupConfig, clients *clientIndex) *group {
 	return &group{
 		id:          id,
 		cfg:         cfg,
@@ -228,6 +234,7 @@ func newGroup(id string, cfg *GroupConfig) *group {
 		pending:     newPendingMembers(),
 		pendingSync: make(map[string]bool),
 		offered:     make(map[string]int),
+		clients:     clients,
 	}
 }
 
@@ -447,7 +454,7 @@ func (g *group) add(m *member) {
 
 // insert files m under its id with everything the group keeps about its
 // members: the protocol counts, the static ids, the count of members
-// awaiting join and the sessions queue.
+// awaiting join, the sessions queue and the index by client.
 func (g *group) insert(m *member) {
 	g.members[m.id] = m
 	g.countOffered(m, 1)
@@ -458,6 +465,7 @@ func (g *group) insert(m *member) {
 		g.joining++
 	}
 	g.sessions.set(m, m.heartbeatDeadline.at)
+	g.clients.add(g, m)
 }
 
 // remove drops a member, or a pending member id, electing another leader
@@ -477,6 +485,7 @@ func (g *group) remove(id string) {
 		g.joining--
 	}
 	g.sessions.remove(m)
+	g.clients.remove(m)
 	delete(g.pendingSync, id)
 	if g.leader == id {
 		// The member with the smallest id leads, as sortedMembers would

@@ -50,7 +50,7 @@ func (c *Coordinator) joinGroup(id RequestID, r *kmsg.JoinGroupRequest) {
 			fail(kerr.UnknownMemberID.Code, r.MemberID)
 			return
 		}
-		g = newGroup(r.Group, gc)
+		g = newGroup(r.Group, gc, &c.clients)
 		c.groups[r.Group] = g
 	}
 	c.touch(g)
@@ -331,7 +331,7 @@ func (c *Coordinator) replaceStaticMember(g *group, r *kmsg.JoinGroupRequest, ol
 	delete(g.pendingSync, oldID)
 	m := old
 	g.rename(m, newID)
-	m.clientID, m.host = c.client.ID, c.client.Host
+	g.clients.move(g, m, c.client.ID, c.client.Host)
 	if c.client.FetchRack != "" {
 		// A static member that restarts on a new address keeps the rack
 		// it had until its new client is heard from.

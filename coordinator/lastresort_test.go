@@ -74,7 +74,7 @@ func TestLastResort_IsTheRangePluginWithoutRacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGroup("g", c.cfg.defaultGroup)
+	g := newGroup("g", c.cfg.defaultGroup, &c.clients)
 	lastResortRange := func(req *abi.Request) *abi.Response { return c.lastResortRange(g, req) }
 	racked := 0
 	for iter := range 3000 {

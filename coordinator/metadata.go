@@ -124,17 +124,6 @@ func (c *Coordinator) FetchRacksSeen(now time.Time, seen []FetchRack) Output {
 	if len(seen) == 0 {
 		return c.finish()
 	}
-	type client struct{ id, host string }
-	byClient := make(map[client][]*member)
-	groupOf := make(map[*member]*group)
-	for _, id := range c.sortedGroupIDs() {
-		g := c.groups[id]
-		for _, m := range g.sortedMembers() {
-			k := client{m.clientID, m.host}
-			byClient[k] = append(byClient[k], m)
-			groupOf[m] = g
-		}
-	}
 	var names map[[16]byte]string // topic ids, built when a Fetch needs them
 	nameOf := func(ft FetchedTopic) string {
 		if ft.Topic != "" || ft.TopicID == ([16]byte{}) {
@@ -150,26 +139,91 @@ func (c *Coordinator) FetchRacksSeen(now time.Time, seen []FetchRack) Output {
 		}
 		return names[ft.TopicID]
 	}
+	var owners []clientMember
 	for _, s := range seen {
 		if s.Rack == "" {
 			continue
 		}
-		candidates := byClient[client{s.ClientID, s.Host}]
-		var owners []*member
-		for _, m := range candidates {
-			if m.ownsAnyOf(s.Fetched, nameOf) {
-				owners = append(owners, m)
+		// Each member's rack is its own, so the order in which the
+		// client's members are looked at changes nothing.
+		candidates := c.clients.members(s.ClientID, s.Host)
+		owners = owners[:0]
+		for _, e := range candidates {
+			if e.m.ownsAnyOf(s.Fetched, nameOf) {
+				owners = append(owners, e)
 			}
 		}
 		if len(owners) == 0 && len(candidates) == 1 {
-			owners = candidates
+			owners = append(owners, candidates[0])
 		}
-		for _, m := range owners {
-			m.fetchRack = s.Rack
-			m.rack = c.resolveRack(groupOf[m], m)
+		for _, o := range owners {
+			o.m.fetchRack = s.Rack
+			o.m.rack = c.resolveRack(o.g, o.m)
 		}
 	}
 	return c.finish()
+}
+
+// clientKey names a client as a Fetch rack sighting does.
+type clientKey struct{ id, host string }
+
+// clientIndex holds the members of every group by client (client id and
+// host), so that a Fetch rack sighting costs the members of its client,
+// not every member the coordinator holds. Groups keep it current: a
+// member is in it from group.insert to group.remove, under its clientID
+// and host (clientIndex.move changes them). Most clients have one
+// member, so each holds a slice, and a member records its place in it
+// (member.clientPos) to leave in O(1).
+type clientIndex struct {
+	byClient map[clientKey][]clientMember
+}
+
+// clientMember is a member in the index, with its group.
+type clientMember struct {
+	g *group
+	m *member
+}
+
+func newClientIndex() clientIndex {
+	return clientIndex{byClient: make(map[clientKey][]clientMember)}
+}
+
+func (x *clientIndex) add(g *group, m *member) {
+	k := clientKey{m.clientID, m.host}
+	ms := x.byClient[k]
+	m.clientPos = len(ms)
+	x.byClient[k] = append(ms, clientMember{g, m})
+}
+
+func (x *clientIndex) remove(m *member) {
+	k := clientKey{m.clientID, m.host}
+	ms := x.byClient[k]
+	i := m.clientPos
+	if i >= len(ms) || ms[i].m != m {
+		return // not indexed
+	}
+	last := len(ms) - 1
+	ms[i] = ms[last]
+	ms[i].m.clientPos = i
+	ms[last] = clientMember{}
+	if last == 0 {
+		delete(x.byClient, k)
+		return
+	}
+	x.byClient[k] = ms[:last]
+}
+
+// move records that m, a member of g, is now the member of another client.
+func (x *clientIndex) move(g *group, m *member, clientID, host string) {
+	x.remove(m)
+	m.clientID, m.host = clientID, host
+	x.add(g, m)
+}
+
+// members returns the members of a client with the group of each, in no
+// particular order; the caller must not modify the slice.
+func (x *clientIndex) members(clientID, host string) []clientMember {
+	return x.byClient[clientKey{clientID, host}]
 }
 
 // ownsAnyOf reports whether m was assigned a partition of fetched.
