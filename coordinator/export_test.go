@@ -273,6 +273,21 @@ func checkBookkeeping(c *Coordinator, next time.Time) error {
 		if g.joining != joining {
 			return fmt.Errorf("group %s: %d members counted as awaiting join, %d are", id, g.joining, joining)
 		}
+		if g.votesValid {
+			votes := map[string]int{}
+			cand := g.candidates()
+			for _, m := range g.members {
+				for _, p := range m.protocols {
+					if cand[p.Name] {
+						votes[p.Name]++
+						break
+					}
+				}
+			}
+			if !maps.Equal(votes, g.votes) {
+				return fmt.Errorf("group %s: votes kept %v, members vote %v", id, g.votes, votes)
+			}
+		}
 		if g.sessions.len() != sessions {
 			return fmt.Errorf("group %s: %d sessions queued, %d members have one", id, g.sessions.len(), sessions)
 		}

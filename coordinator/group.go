@@ -130,14 +130,9 @@ func (m *member) matches(ps []kmsg.JoinGroupRequestProtocol) bool {
 	return true
 }
 
-// vote returns the member's first-preferred protocol among candidates.
-func (m *member) vote(candidates map[string]bool) string {
-	for _, p := range m.protocols {
-		if candidates[p.Name] {
-			return p.Name
-		}
-	}
-	return ""
+// offersProtocol reports whether ps names protocol.
+func offersProtocol(ps []kmsg.JoinGroupRequestProtocol, protocol string) bool {
+	return slices.ContainsFunc(ps, func(p kmsg.JoinGroupRequestProtocol) bool { return p.Name == protocol })
 }
 
 // group is one classic group.
@@ -176,7 +171,14 @@ type group struct {
 	assignDeadline time.Time
 	// offered counts, for each protocol name, the members that offer it
 	// (countOffered).
-	offered        map[string]int
+	offered map[string]int
+	// votes counts, for each candidate protocol, the members whose first
+	// choice among the candidates it is: Kafka's vote (selectProtocol).
+	// It is kept while only members' protocols change, as a static
+	// member's restart changes them, and counted again after members come
+	// or go (votesValid false).
+	votes          map[string]int
+	votesValid     bool
 	newMemberAdded bool
 
 	joinDeadline     time.Time
@@ -234,6 +236,7 @@ func newGroup(id string, cfg *GroupConfig, clients *clientIndex) *group {
 		pending:     newPendingMembers(),
 		pendingSync: make(map[string]bool),
 		offered:     make(map[string]int),
+		votes:       make(map[string]int),
 		clients:     clients,
 	}
 }
@@ -362,7 +365,7 @@ func (g *group) offers(protocol string) bool {
 
 // countOffered adds delta to the count of members offering each protocol m
 // offers, counting a name once per member. Every change to the members or
-// their protocols goes through it (add, remove, setProtocols, Restore), so
+// their protocols goes through it (insert, remove, setMemberProtocols), so
 // candidates costs the protocols, not the members: a JoinGroup storm of
 // thousands of members would otherwise be quadratic.
 func (g *group) countOffered(m *member, delta int) {
@@ -403,25 +406,82 @@ func (g *group) supportsProtocols(protocolType string, ps []kmsg.JoinGroupReques
 // by hash map order; here the smallest name wins, so the choice is
 // deterministic.
 func (g *group) selectProtocol() string {
-	cand := g.candidates()
 	for _, p := range g.cfg.Priority {
-		if cand[p] {
+		if g.offers(p) {
 			return p
 		}
 	}
-	votes := make(map[string]int)
-	for _, m := range g.members {
-		if v := m.vote(cand); v != "" {
-			votes[v]++
+	if !g.votesValid {
+		clear(g.votes)
+		for _, m := range g.members {
+			g.tally(m, 1)
 		}
+		g.votesValid = true
 	}
 	best, bestN := "", 0
-	for name, n := range votes {
+	for name, n := range g.votes {
 		if n > bestN || (n == bestN && name < best) {
 			best, bestN = name, n
 		}
 	}
 	return best
+}
+
+// voteOf returns m's first-preferred protocol among the candidates; ""
+// when it offers none of them.
+func (g *group) voteOf(m *member) string {
+	for _, p := range m.protocols {
+		if g.offers(p.Name) {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+// tally adds delta to the votes of m's choice.
+func (g *group) tally(m *member, delta int) {
+	if v := g.voteOf(m); v != "" {
+		if g.votes[v] += delta; g.votes[v] == 0 {
+			delete(g.votes, v)
+		}
+	}
+}
+
+// setMemberProtocols replaces the protocols of m, keeping the counts of
+// offers and, when the candidates stay the same, the votes. The
+// candidates change only with the counts of the names m stops or starts
+// offering: one every member offered loses m's offer, or one becomes
+// offered by every member.
+func (g *group) setMemberProtocols(m *member, ps []kmsg.JoinGroupRequestProtocol) {
+	if g.members[m.id] != m {
+		m.protocols = ps
+		return
+	}
+	old := m.protocols
+	keep := g.votesValid
+	if keep {
+		g.tally(m, -1)
+		for _, p := range old {
+			if !offersProtocol(ps, p.Name) && g.offers(p.Name) {
+				keep = false
+			}
+		}
+	}
+	g.countOffered(m, -1)
+	m.protocols = ps
+	g.countOffered(m, 1)
+	if keep {
+		for _, p := range ps {
+			if !offersProtocol(old, p.Name) && g.offers(p.Name) {
+				keep = false
+			}
+		}
+	}
+	if keep {
+		g.tally(m, 1)
+	} else {
+		g.votesValid = false
+	}
 }
 
 // topicPartitions is a topic's partitions, by topic name.
@@ -458,6 +518,7 @@ func (g *group) add(m *member) {
 func (g *group) insert(m *member) {
 	g.members[m.id] = m
 	g.countOffered(m, 1)
+	g.votesValid = false
 	if m.instanceID != "" {
 		g.static[m.instanceID] = m.id
 	}
@@ -478,6 +539,7 @@ func (g *group) remove(id string) {
 	}
 	delete(g.members, id)
 	g.countOffered(m, -1)
+	g.votesValid = false
 	if m.instanceID != "" && g.static[m.instanceID] == id {
 		delete(g.static, m.instanceID)
 	}

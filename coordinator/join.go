@@ -245,14 +245,7 @@ func (c *Coordinator) setProtocols(g *group, m *member, r *kmsg.JoinGroupRequest
 		m.rebalance = ms(r.RebalanceTimeoutMillis)
 	}
 	m.protocolType = r.ProtocolType
-	inGroup := g.members[m.id] == m
-	if inGroup {
-		g.countOffered(m, -1)
-	}
-	m.protocols = append([]kmsg.JoinGroupRequestProtocol(nil), r.Protocols...)
-	if inGroup {
-		g.countOffered(m, 1)
-	}
+	g.setMemberProtocols(m, append([]kmsg.JoinGroupRequestProtocol(nil), r.Protocols...))
 	m.subs = make(map[string]*subscription)
 	for _, p := range m.protocols {
 		if !c.served(r.ProtocolType, p.Name) {

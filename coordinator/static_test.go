@@ -199,3 +199,45 @@ func TestStatic_RestartedClassicLeaderIsToldNotToAssignAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestStatic_RestartWithOtherProtocolsFollowsTheVote: a static member that
+// restarts offering other protocols keeps the group's protocol, with no
+// rebalance, only while Kafka's vote still chooses it, whether the
+// restart takes a candidate away, adds one or only reorders its choices.
+func TestStatic_RestartWithOtherProtocolsFollowsTheVote(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		a, b, restart []string
+		want          string
+	}{
+		{"a candidate leaves", []string{"range", "roundrobin"}, []string{"range", "roundrobin"}, []string{"roundrobin"}, "roundrobin"},
+		{"a candidate arrives", []string{"roundrobin", "range"}, []string{"range"}, []string{"roundrobin", "range"}, "roundrobin"},
+		{"the vote holds", []string{"range", "roundrobin"}, []string{"range", "roundrobin"}, []string{"roundrobin", "range"}, "range"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+			h.setMetadata(meta(map[string]int{"t": 4}))
+			a := newSim(h, "a", "g", tc.a, []string{"t"})
+			a.instance = "ia"
+			b := newSim(h, "b", "g", tc.b, []string{"t"})
+			b.instance = "ib"
+			settle(h, a, b)
+			g := h.c.groups["g"]
+			if g.state != Stable || g.protocol != "range" {
+				t.Fatalf("setup: %v with protocol %q", g.state, g.protocol)
+			}
+			gen := g.generation
+			b.crash()
+			n := newSim(h, "b2", "g", tc.restart, []string{"t"})
+			n.instance = "ib"
+			n.join()
+			if rebalanced := g.state != Stable; rebalanced != (tc.want != "range") {
+				t.Fatalf("after the restart the group is %v (generation %d, was %d)", g.state, g.generation, gen)
+			}
+			settle(h, a, n)
+			if g.state != Stable || g.protocol != tc.want {
+				t.Fatalf("settled %v with protocol %q, want %q", g.state, g.protocol, tc.want)
+			}
+		})
+	}
+}
