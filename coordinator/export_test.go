@@ -87,8 +87,14 @@ func TestRestore_RefusesBadState(t *testing.T) {
 		{{Group: "g", Members: []MemberState{{MemberID: "m"}}}},
 	}
 	for _, s := range bad {
-		if _, err := c.Restore(t0, s); err == nil {
+		out, err := c.Restore(t0, s)
+		if err == nil {
 			t.Errorf("restored %+v", s)
+		}
+		// A refused group leaves nothing behind: no member in the index of
+		// clients, no timer.
+		if err := checkBookkeeping(c, out.NextDeadline); err != nil {
+			t.Errorf("after refusing %+v: %v", s, err)
 		}
 		delete(c.groups, "g")
 	}

@@ -82,6 +82,7 @@ func FuzzDecodeSubscription(f *testing.F) {
 // FuzzRestore feeds arbitrary state records, as a state file holds them, to
 // Restore: it accepts them or refuses with an error, and never panics. What
 // it accepts works: timers fire, a newcomer can join every restored group,
+// the coordinator's bookkeeping agrees with its groups after every call,
 // and the state exports and restores again to the same records.
 func FuzzRestore(f *testing.F) {
 	h := newHarness(f, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
@@ -110,7 +111,15 @@ func FuzzRestore(f *testing.F) {
 			t.Fatal(err)
 		}
 		c.SetMetadata(now, meta(map[string]int{"t": 4}))
-		if _, err := c.Restore(now, states); err != nil {
+		check := func(out Output) {
+			t.Helper()
+			if err := checkBookkeeping(c, out.NextDeadline); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := c.Restore(now, states)
+		check(out)
+		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("a refusal without a reason")
 			}
@@ -118,9 +127,9 @@ func FuzzRestore(f *testing.F) {
 		}
 		exported := c.Export()
 		for _, g := range c.Groups() {
-			c.Handle(now, 1, Client{ID: "newcomer"}, joinReq(9, g, "", "", proto{"range", sub{version: 3, topics: []string{"t"}, gen: -1}.bytes()}))
+			check(c.Handle(now, 1, Client{ID: "newcomer"}, joinReq(9, g, "", "", proto{"range", sub{version: 3, topics: []string{"t"}, gen: -1}.bytes()})))
 		}
-		c.Tick(now.Add(time.Hour))
+		check(c.Tick(now.Add(time.Hour)))
 		b, err := json.Marshal(exported)
 		if err != nil {
 			t.Fatal(err)
