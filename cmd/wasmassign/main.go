@@ -7,6 +7,7 @@
 //	wasmassign simulate --scenario FILE [--assignor NAME] [--plugin-dir DIR] [--plugin FILE] [--format json|table|svg]
 //	wasmassign inspect  [--format json|table] FILE.wasm
 //	wasmassign new      --lang go|rust|c|assemblyscript DIR
+//	wasmassign loadtest --target [NAME=]HOST:PORT|kfake ... [--groups N] [--members N] [--pid NAME=PID] [--json]
 //
 // Exit status: 0 on success, 1 when a plugin fails (the message names the
 // plugin and the typed error), 2 for bad usage or bad input (the message names
@@ -52,6 +53,7 @@ commands:
   inspect    show what a plugin module provides and imports
   bench      time an assignor against kgo's native balancer on the same input
   new        write a plugin project (go, rust, c or assemblyscript) that builds with make
+  loadtest   play thousands of consumer-group members against a gateway or cluster, to size it
   version    print the ABI version this binary speaks
 
 Run 'wasmassign <command> -h' for a command's flags.
@@ -89,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = benchCmd(ctx, env, args[1:])
 	case "new":
 		err = newCmd(ctx, env, args[1:])
+	case "loadtest":
+		err = loadtestCmd(ctx, env, args[1:])
 	case "version":
 		fmt.Fprintln(stdout, "wasmassign ABI version 1")
 	case "-h", "-help", "--help", "help":
