@@ -31,7 +31,7 @@ func loadtestCmd(ctx context.Context, e *env, args []string) error {
 		partitions    int
 		asJSON        bool
 	)
-	fs.Var(&targets, "target", "what to load (repeatable, or comma-separated): host:port, name=host:port, or kfake for an in-process kfake cluster (name=kfake names it); the first is the reference")
+	fs.Var(&targets, "target", "what to load (repeatable, or comma-separated): host:port, name=host:port, or kfake for a kfake cluster the generator starts in a process of its own (name=kfake names it); the first is the reference")
 	fs.Var(&pids, "pid", "name=PID: the target's process, sampled with its children for CPU and memory (repeatable; a bare PID names the only target outside this process)")
 	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "consumer groups")
 	fs.IntVar(&cfg.Members, "members", cfg.Members, "members per group")
@@ -241,9 +241,6 @@ func writeLoadtestTable(w io.Writer, cfg loadtest.Config, results []*loadtest.Re
 		func(rt loadtest.Ratios) *float64 { return rt.RSSPer1000Members })
 	row("processes (peak)", proc(func(p *loadtest.Process) string { return fmt.Sprint(p.PeakProcesses) }), nil)
 	row("generator CPU per heartbeat", steady(func(r *loadtest.Result) string {
-		if r.Embedded {
-			return "in the above"
-		}
 		return fmt.Sprintf("%.1fµs", r.GeneratorCPUPerHeartbeat)
 	}), nil)
 	if err := tw.Flush(); err != nil {
@@ -266,21 +263,10 @@ func writeLoadtestTable(w io.Writer, cfg loadtest.Config, results []*loadtest.Re
 		return err
 	}
 
-	// The generator's own cost, measured against a target outside this
-	// process, is what to subtract from an embedded target's figures.
-	generator := ""
-	for _, r := range results {
-		if !r.Embedded && r.Stable && r.GeneratorCPUPerHeartbeat > 0 {
-			generator = fmt.Sprintf(" (alone, against %s, the generator used %.1fµs per heartbeat)", termtext.Escape(r.Target), r.GeneratorCPUPerHeartbeat)
-			break
-		}
-	}
 	var notes []string
 	for _, r := range results {
 		name := termtext.Escape(r.Target)
-		if r.Embedded {
-			notes = append(notes, fmt.Sprintf("%s runs in this process: its CPU and memory include the load generator's%s", name, generator))
-		} else if r.Process == nil {
+		if r.Process == nil {
 			notes = append(notes, fmt.Sprintf("%s: no --pid, so no CPU or memory figures", name))
 		}
 		if p := r.Process; p != nil && p.SampleError != "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ type loadtestReport struct {
 		} `json:"assignment_at_end"`
 		Errors  map[string]map[string]int64 `json:"errors"`
 		Process *struct {
-			SharedWithGenerator bool `json:"shared_with_generator"`
+			PID int `json:"pid"`
 		} `json:"process"`
 	} `json:"targets"`
 	Ratios []struct {
@@ -114,10 +115,10 @@ func TestLoadtest_TableShowsEachTargetAndItsRatio(t *testing.T) {
 		Errors:                   map[string]map[string]int64{"JoinGroup": {"MEMBER_ID_REQUIRED": 1000}},
 		Process:                  &loadtest.Process{PID: 42, CPUSeconds: 12, SteadyCPUSeconds: 3, CPUPerHeartbeat: 100, PeakRSS: 200 << 20, RSSPer1000Members: 200 << 20, PeakProcesses: 5},
 		GeneratorCPUPerHeartbeat: 40}
-	kf := &loadtest.Result{Target: "kfake", Address: "in-process kfake", Embedded: true, Groups: 100, Members: 1000, Stable: true,
+	kf := &loadtest.Result{Target: "kfake", Address: "kfake (own process)", Embedded: true, Groups: 100, Members: 1000, Stable: true,
 		JoinToStable: time.Second, Heartbeat: lat(100*time.Microsecond, 3*time.Millisecond), Commit: lat(time.Millisecond, 2*time.Millisecond),
 		Assignment: loadtest.AssignmentCheck{Groups: 100, Valid: 100},
-		Process:    &loadtest.Process{SharedWithGenerator: true, CPUPerHeartbeat: 150, PeakRSS: 100 << 20, RSSPer1000Members: 100 << 20, PeakProcesses: 1}}
+		Process:    &loadtest.Process{PID: 43, CPUPerHeartbeat: 150, PeakRSS: 100 << 20, RSSPer1000Members: 100 << 20, PeakProcesses: 1}}
 	bad := &loadtest.Result{Target: "bad\x1b[2J", Address: "h:1", Groups: 100, UnstableGroups: 7, Unstable: []string{"loadtest-x-3: 1 of 10 members synced"}}
 	var b strings.Builder
 	if err := writeLoadtestTable(&b, cfg, []*loadtest.Result{gw, kf, bad}); err != nil {
@@ -129,7 +130,6 @@ func TestLoadtest_TableShowsEachTargetAndItsRatio(t *testing.T) {
 		"heartbeat p99", "3.00x", "commit p99", "CPU per heartbeat", "1.50x", "RSS per 1000 members",
 		"NOT STABLE (7 groups)", `bad\x1b[2J`, "100/100 groups", "200.0 MiB",
 		"JoinGroup  MEMBER_ID_REQUIRED  1000",
-		"kfake runs in this process: its CPU and memory include the load generator's (alone, against gateway, the generator used 40.0µs per heartbeat)",
 		"not stable: loadtest-x-3: 1 of 10 members synced",
 		"no --pid, so no CPU or memory figures",
 	} {
@@ -151,15 +151,15 @@ var gatewayLoadConfig = testutil.GatewayConfig{
 }.String()
 
 // TestLoadtest_GatewayAgainstKfake runs the same load through the gateway
-// and on an in-process kfake, in one invocation, then through the gateway
+// and on a kfake process, in one invocation, then through the gateway
 // again with every member on two shared connections, cooperatively.
 func TestLoadtest_GatewayAgainstKfake(t *testing.T) {
 	d := startServe(t, gatewayLoadConfig)
 	t.Run("one connection per member", func(t *testing.T) {
 		rep := runLoadtest(t, "--target", "gateway="+d.bootstrap, "--target", "kfake")
 		checkTargets(t, rep, "gateway", "kfake")
-		if rep.Targets[0].Process != nil || rep.Targets[1].Process == nil || !rep.Targets[1].Process.SharedWithGenerator {
-			t.Errorf("process figures: the gateway's %+v (no --pid), kfake's %+v (this process)", rep.Targets[0].Process, rep.Targets[1].Process)
+		if rep.Targets[0].Process != nil || rep.Targets[1].Process == nil || rep.Targets[1].Process.PID == os.Getpid() {
+			t.Errorf("process figures: the gateway's %+v (no --pid), kfake's %+v (its own process)", rep.Targets[0].Process, rep.Targets[1].Process)
 		}
 		if len(rep.Ratios) != 1 || rep.Ratios[0].Target != "kfake" || rep.Ratios[0].Reference != "gateway" ||
 			rep.Ratios[0].JoinToStable == nil || rep.Ratios[0].HeartbeatP99 == nil {

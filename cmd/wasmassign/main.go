@@ -28,6 +28,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/wasmassign/wasmassign/internal/loadtest"
 	"github.com/wasmassign/wasmassign/internal/termtext"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 )
@@ -61,6 +62,7 @@ Run 'wasmassign <command> -h' for a command's flags.
 
 func main() {
 	wasmruntime.RunWorkerIfRequested() // a plugin worker serves its parent here and never returns
+	loadtest.ServeKfakeIfRequested()   // the kfake target of a load run serves here and never returns
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

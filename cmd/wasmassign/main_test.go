@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wasmassign/wasmassign/internal/loadtest"
 	"github.com/wasmassign/wasmassign/internal/testutil"
 	wasmruntime "github.com/wasmassign/wasmassign/runtime"
 )
@@ -20,6 +21,7 @@ import (
 // again.
 func TestMain(m *testing.M) {
 	wasmruntime.RunWorkerIfRequested()
+	loadtest.ServeKfakeIfRequested()
 	os.Exit(testutil.RunWithCompileCache(m, "WASMASSIGN_CACHE_DIR"))
 }
 

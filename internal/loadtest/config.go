@@ -177,8 +177,9 @@ func (c Config) TotalMembers() int { return c.Groups * c.Members }
 // started but not yet announced shows up, and at least a second.
 func (c Config) hold() time.Duration { return max(3*c.Heartbeat, time.Second) }
 
-// EmbeddedKfake is the target address that runs an in-process kfake
-// cluster; "embedded-kfake" is accepted too.
+// EmbeddedKfake is the target address that runs a kfake cluster, which the
+// generator starts in a process of its own (ServeKfakeIfRequested);
+// "embedded-kfake" is accepted too.
 const EmbeddedKfake = "kfake"
 
 // Target is one system to measure.
@@ -187,8 +188,8 @@ type Target struct {
 	Name string
 	// Addr is the bootstrap address, host:port; empty for Embedded.
 	Addr string
-	// Embedded runs an in-process kfake cluster as the target. Its CPU
-	// and memory are this process's, which the generator shares.
+	// Embedded runs a kfake cluster as the target, in a process the
+	// generator starts and samples.
 	Embedded bool
 	// PID, when set, is the target's process, sampled with its
 	// descendants for CPU and memory.
@@ -198,7 +199,7 @@ type Target struct {
 // Where is the target's address as the report shows it.
 func (t Target) Where() string {
 	if t.Embedded {
-		return "in-process kfake"
+		return "kfake (own process)"
 	}
 	return t.Addr
 }
@@ -308,7 +309,7 @@ func pidTarget(targets []Target, name, value string) (int, error) {
 	for i, t := range targets {
 		if t.Name == name {
 			if t.Embedded {
-				return 0, flagErrorf("pid", "%q: target %s runs in this process, which is sampled already", value, name)
+				return 0, flagErrorf("pid", "%q: target %s is a process the generator starts and samples itself", value, name)
 			}
 			return i, nil
 		}

@@ -54,7 +54,7 @@ func TestSetPIDs(t *testing.T) {
 	}{
 		{values: []string{"gw=" + self}, pid: os.Getpid()},
 		{values: []string{self}, pid: os.Getpid()}, // the only target outside this process
-		{values: []string{"kfake=" + self}, err: "runs in this process"},
+		{values: []string{"kfake=" + self}, err: "starts and samples itself"},
 		{values: []string{"other=" + self}, err: `no target is named "other"`},
 		{values: []string{"gw=x"}, err: "positive number"},
 		{values: []string{"gw=999999999"}, err: "no process 999999999"},

@@ -1,6 +1,6 @@
 // Package loadtest is the engine of `wasmassign loadtest`: a load
 // generator that plays thousands of classic consumer-group members against
-// a target (the gateway, a Kafka cluster, or an in-process kfake) and
+// a target (the gateway, a Kafka cluster, or a kfake cluster it starts in a process of its own) and
 // measures how the target coordinates them.
 //
 // It speaks the protocol itself, with kmsg requests over raw TCP, rather

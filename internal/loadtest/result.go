@@ -9,7 +9,7 @@ import (
 // Result is what one target did under the load.
 type Result struct {
 	// Target and Address say what was measured; Embedded is set for the
-	// in-process kfake.
+	// kfake cluster the generator started, in a process of its own.
 	Target   string `json:"target"`
 	Address  string `json:"address"`
 	Embedded bool   `json:"embedded"`
@@ -82,8 +82,7 @@ type Result struct {
 	// sampled (no --pid).
 	Process *Process `json:"process,omitempty"`
 	// GeneratorCPUPerHeartbeat is the generator's own CPU time in the
-	// steady phase per heartbeat answered, in microseconds. For the
-	// embedded kfake it is part of Process's figure.
+	// steady phase per heartbeat answered, in microseconds.
 	GeneratorCPUPerHeartbeat float64 `json:"generator_cpu_per_heartbeat_us"`
 
 	// assignments are the members' last assignments, per group, for
@@ -111,11 +110,8 @@ type AssignmentCheck struct {
 // Process is a target process's use of the machine, with its
 // descendants (the gateway's plugin workers).
 type Process struct {
-	// PID is the process sampled; SharedWithGenerator is set when it is
-	// this one (the embedded kfake), whose figures include the
-	// generator's own work.
-	PID                 int  `json:"pid"`
-	SharedWithGenerator bool `json:"shared_with_generator"`
+	// PID is the process sampled.
+	PID int `json:"pid"`
 	// CPUSeconds is the CPU time used over the whole run, and
 	// SteadyCPUSeconds in the steady phase.
 	CPUSeconds       float64 `json:"cpu_seconds"`

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -144,23 +142,14 @@ func runWith(ctx context.Context, cfg Config, target Target, log *slog.Logger, h
 
 func (r *run) execute() (*Result, error) {
 	cfg := &r.cfg
-	if r.target.Embedded {
-		kc, err := kfake.NewCluster(
-			kfake.NumBrokers(3),
-			kfake.SeedTopics(cfg.Partitions, r.topics...),
-			// The generator's flags bound the session timeout already;
-			// Kafka's 6 s minimum would refuse short test runs.
-			kfake.GroupMinSessionTimeout(time.Millisecond),
-		)
-		if err != nil {
-			return nil, fmt.Errorf("start kfake: %w", err)
-		}
-		defer kc.Close()
-		r.addr = kc.ListenAddrs()[0]
-	}
 	pid := r.target.PID
 	if r.target.Embedded {
-		pid = os.Getpid()
+		kp, err := startKfake(r.ctx, r.topics, cfg.Partitions)
+		if err != nil {
+			return nil, err
+		}
+		defer kp.stop()
+		r.addr, pid = kp.addr, kp.pid()
 	}
 	var smp *sampler
 	var cpuStart time.Duration
@@ -302,7 +291,7 @@ func (r *run) finish(res *Result, smp *sampler, cpuStart time.Duration) {
 	}
 	cpuEnd := smp.sample()
 	rss, procs, err := smp.finish()
-	p := &Process{PID: smp.pid, SharedWithGenerator: r.target.Embedded,
+	p := &Process{PID: smp.pid,
 		CPUSeconds: (cpuEnd - cpuStart).Seconds(), PeakRSS: rss, PeakProcesses: procs}
 	if n := r.cfg.TotalMembers(); n > 0 {
 		p.RSSPer1000Members = rss * 1000 / int64(n)
