@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 )
 
@@ -139,6 +140,11 @@ type Options struct {
 	Token string
 	// Metrics serves /metrics; nil leaves the route out.
 	Metrics http.Handler
+	// Pprof serves the Go runtime's profiles under /debug/pprof/, for
+	// finding where a loaded gateway spends its CPU and memory. Profiles
+	// name the code and its inputs' sizes, so they sit behind the token
+	// like every other route.
+	Pprof bool
 	Logger  *slog.Logger
 }
 
@@ -164,6 +170,13 @@ func NewHandler(src Source, opt Options) http.Handler {
 	})
 	if opt.Metrics != nil {
 		protected.Handle("GET /metrics", opt.Metrics)
+	}
+	if opt.Pprof {
+		protected.HandleFunc("GET /debug/pprof/", pprof.Index)
+		protected.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		protected.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		protected.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		protected.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	protected.HandleFunc("GET /v1/plugins", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, logger, nonNil(src.Plugins()))

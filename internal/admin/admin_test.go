@@ -138,9 +138,21 @@ func TestRoutes_StatusCodes(t *testing.T) {
 	}
 }
 
+func TestPprof_ServedOnlyWhenAskedFor(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		resp, body := get(t, NewHandler(newFake(), Options{Pprof: on}), "/debug/pprof/heap?debug=1", "")
+		if on && (resp.StatusCode != 200 || !strings.Contains(body, "heap profile")) {
+			t.Errorf("pprof on: GET heap %d %.80q, want a heap profile", resp.StatusCode, body)
+		}
+		if !on && resp.StatusCode != 404 {
+			t.Errorf("pprof off: GET heap %d, want 404", resp.StatusCode)
+		}
+	}
+}
+
 func TestToken_ProtectsEverythingButHealthz(t *testing.T) {
-	h := NewHandler(newFake(), Options{Token: "s3cret", Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "m") })})
-	for _, path := range []string{"/readyz", "/metrics", "/v1/plugins", "/v1/plugins/pool", "/v1/groups", "/v1/groups/g", "/v1/groups/g/assignment.svg"} {
+	h := NewHandler(newFake(), Options{Token: "s3cret", Pprof: true, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "m") })})
+	for _, path := range []string{"/readyz", "/metrics", "/v1/plugins", "/v1/plugins/pool", "/v1/groups", "/v1/groups/g", "/v1/groups/g/assignment.svg", "/debug/pprof/cmdline", "/debug/pprof/heap"} {
 		if resp, _ := get(t, h, path, ""); resp.StatusCode != 401 {
 			t.Errorf("%s without token: %d, want 401", path, resp.StatusCode)
 		}

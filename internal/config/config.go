@@ -73,6 +73,9 @@ type Server struct {
 	// AdminToken, when set, is the bearer token the admin API requires on
 	// every route but /healthz.
 	AdminToken string
+	// Pprof serves the Go runtime's profiles on the admin API, under
+	// /debug/pprof/.
+	Pprof bool
 	// StateDir is where group state is kept across restarts; empty keeps it
 	// in memory only.
 	StateDir string
@@ -328,6 +331,7 @@ type file struct {
 		MaxFrameBytes  *int64         `toml:"max_frame_bytes"`
 		GroupRetention *string        `toml:"empty_group_retention"`
 		AdminToken     string         `toml:"admin_token"`
+		Pprof          bool           `toml:"pprof"`
 		MetricsCap     *int           `toml:"metrics_group_cap"`
 		Shutdown       *string        `toml:"shutdown_timeout"`
 	} `toml:"server"`
@@ -439,6 +443,7 @@ func (c *Config) server(f *file, dir string) error {
 		}
 	}
 	s.AdminToken = f.Server.AdminToken
+	s.Pprof = f.Server.Pprof
 	s.MetricsGroupCap = 500
 	if f.Server.MetricsCap != nil {
 		s.MetricsGroupCap = *f.Server.MetricsCap

@@ -285,7 +285,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 		if cfg.Server.AdminToken == "" && !admin.IsLoopback(cfg.Server.AdminListen) {
 			log.Warn("the admin API listens beyond loopback without a token; set [server] admin_token", "admin_listen", cfg.Server.AdminListen)
 		}
-		h := admin.NewHandler(src, admin.Options{Token: cfg.Server.AdminToken, Metrics: promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}), Logger: log})
+		h := admin.NewHandler(src, admin.Options{Token: cfg.Server.AdminToken, Pprof: cfg.Server.Pprof, Metrics: promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}), Logger: log})
 		go admin.Serve(runCtx, d.adminLn, h, log)
 	}
 	return d, nil
