@@ -49,6 +49,7 @@ type instancePool struct {
 	idling   int // of live: in their idle call
 	spares   int // of live: starting in the background, for no call
 	queue    []*waiter
+	late     []*waiter // dispatchLocked's scratch, kept to spare an allocation per call
 	owners   []*poolOwner
 	waits    uint64        // calls that had to queue
 	waitSum  time.Duration // their time in the queue
@@ -228,7 +229,7 @@ func (p *instancePool) dispatchLocked() {
 	// late are the waiters that need an eviction and have not waited
 	// evictAfter; a waiter's place among its plugin's waiters is counted
 	// as the queue is walked.
-	var late []*waiter
+	late := p.late[:0]
 	for _, w := range p.queue {
 		o := w.owner
 		o.seen++
@@ -254,6 +255,8 @@ func (p *instancePool) dispatchLocked() {
 		p.grantTo(w, s)
 		p.removeLocked(w)
 	}
+	clear(late)
+	p.late = late[:0]
 }
 
 func (p *instancePool) grantTo(w *waiter, s slot) {

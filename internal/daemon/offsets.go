@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,8 +38,13 @@ type offsetKeeper struct {
 	groups map[string]*keptGroup
 }
 
+// keptGroup is what the keeper holds of one group. It holds an offset for
+// every partition each of its members commits, a thousand groups of a
+// thousand partitions a million of them, so they are kept compact: a
+// slice per topic indexed by partition, which the upstream's acceptance
+// (or its OffsetFetch answer) bounds to the topic's partitions.
 type keptGroup struct {
-	parts    map[keptPartition]keptOffset
+	topics   map[string][]keptOffset
 	inFlight int       // commits of the group being forwarded
 	last     time.Time // the group's latest commit, of anyone's
 	seeded   bool      // read upstream once, for what was committed before
@@ -50,11 +56,32 @@ type keptPartition struct {
 	partition int32
 }
 
+// keptOffset is one partition's last committed offset; at is when it was
+// committed, in Unix nanoseconds, and zero for a partition with none.
 type keptOffset struct {
 	offset      int64
+	at          int64
 	leaderEpoch int32
 	metadata    *string
-	at          time.Time
+}
+
+// set keeps o as the offset of topic's partition p.
+func (g *keptGroup) set(topic string, p int32, o keptOffset) {
+	if p < 0 {
+		return
+	}
+	offs := g.topics[topic]
+	if int(p) >= len(offs) {
+		offs = slices.Grow(offs, int(p)+1-len(offs))[:p+1]
+	}
+	offs[p] = o
+	g.topics[topic] = offs
+}
+
+// has says whether an offset is kept for topic's partition p.
+func (g *keptGroup) has(topic string, p int32) bool {
+	offs := g.topics[topic]
+	return p >= 0 && int(p) < len(offs) && offs[p].at != 0
 }
 
 func newOffsetKeeper(up driver.Forwarder, retention time.Duration, log *slog.Logger) *offsetKeeper {
@@ -69,7 +96,7 @@ func (k *offsetKeeper) interval() time.Duration { return k.retention / 4 }
 func (k *offsetKeeper) group(id string) *keptGroup {
 	g := k.groups[id]
 	if g == nil {
-		g = &keptGroup{parts: make(map[keptPartition]keptOffset)}
+		g = &keptGroup{topics: make(map[string][]keptOffset)}
 		k.groups[id] = g
 	}
 	return g
@@ -98,8 +125,24 @@ func (k *offsetKeeper) Forward(ctx context.Context, req kmsg.Request) (kmsg.Resp
 	return resp, err
 }
 
-// noteLocked records the partitions of commit that resp accepted.
+// noteLocked records the partitions of commit that resp accepted. Brokers
+// answer a commit's partitions in the order they were asked, so the two
+// are walked side by side, and only an answer in another order costs an
+// index of it: this runs for every commit of every managed group.
 func (k *offsetKeeper) noteLocked(g *keptGroup, commit *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, now time.Time) {
+	keep := func(topic string, p *kmsg.OffsetCommitRequestTopicPartition) {
+		g.set(topic, p.Partition, keptOffset{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: p.Metadata, at: now.UnixNano()})
+	}
+	if sameOrder(commit, resp) {
+		for i, t := range commit.Topics {
+			for j := range t.Partitions {
+				if resp.Topics[i].Partitions[j].ErrorCode == 0 {
+					keep(t.Topic, &t.Partitions[j])
+				}
+			}
+		}
+		return
+	}
 	accepted := make(map[keptPartition]bool)
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
@@ -109,13 +152,32 @@ func (k *offsetKeeper) noteLocked(g *keptGroup, commit *kmsg.OffsetCommitRequest
 		}
 	}
 	for _, t := range commit.Topics {
-		for _, p := range t.Partitions {
-			key := keptPartition{t.Topic, p.Partition}
-			if accepted[key] {
-				g.parts[key] = keptOffset{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: p.Metadata, at: now}
+		for j, p := range t.Partitions {
+			if accepted[keptPartition{t.Topic, p.Partition}] {
+				keep(t.Topic, &t.Partitions[j])
 			}
 		}
 	}
+}
+
+// sameOrder says whether resp answers commit's topics and partitions in
+// the order commit asked them.
+func sameOrder(commit *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse) bool {
+	if len(commit.Topics) != len(resp.Topics) {
+		return false
+	}
+	for i, t := range commit.Topics {
+		rt := &resp.Topics[i]
+		if rt.Topic != t.Topic || len(rt.Partitions) != len(t.Partitions) {
+			return false
+		}
+		for j := range t.Partitions {
+			if rt.Partitions[j].Partition != t.Partitions[j].Partition {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // run keeps the offsets until ctx ends, looking every interval at the
@@ -189,9 +251,8 @@ func (k *offsetKeeper) seed(ctx context.Context, group string) {
 	g := k.group(group)
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			key := keptPartition{t.Topic, p.Partition}
-			if _, known := g.parts[key]; !known && p.ErrorCode == 0 && p.Offset >= 0 {
-				g.parts[key] = keptOffset{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: p.Metadata, at: now}
+			if !g.has(t.Topic, p.Partition) && p.ErrorCode == 0 && p.Offset >= 0 {
+				g.set(t.Topic, p.Partition, keptOffset{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: p.Metadata, at: now.UnixNano()})
 			}
 		}
 	}
@@ -212,22 +273,21 @@ func (k *offsetKeeper) refresh(ctx context.Context, group string, everything boo
 	commit := kmsg.NewPtrOffsetCommitRequest()
 	commit.SetVersion(7) // topics by name; the upstream client keeps this version
 	commit.Group, commit.Generation = group, -1
-	byTopic := make(map[string]int)
-	for key, o := range g.parts {
-		if !everything && now.Sub(o.at) < k.interval() {
-			continue
+	stale := now.Add(-k.interval()).UnixNano()
+	for topic, offs := range g.topics {
+		t := kmsg.NewOffsetCommitRequestTopic()
+		t.Topic = topic
+		for i, o := range offs {
+			if o.at == 0 || !everything && o.at > stale {
+				continue
+			}
+			p := kmsg.NewOffsetCommitRequestTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = int32(i), o.offset, o.leaderEpoch, o.metadata
+			t.Partitions = append(t.Partitions, p)
 		}
-		i, ok := byTopic[key.topic]
-		if !ok {
-			i = len(commit.Topics)
-			byTopic[key.topic] = i
-			t := kmsg.NewOffsetCommitRequestTopic()
-			t.Topic = key.topic
+		if len(t.Partitions) > 0 {
 			commit.Topics = append(commit.Topics, t)
 		}
-		p := kmsg.NewOffsetCommitRequestTopicPartition()
-		p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = key.partition, o.offset, o.leaderEpoch, o.metadata
-		commit.Topics[i].Partitions = append(commit.Topics[i].Partitions, p)
 	}
 	k.mu.Unlock()
 	if len(commit.Topics) == 0 {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -155,4 +156,72 @@ func TestOffsetKeeper_LeavesAGroupAloneWhileItCommits(t *testing.T) {
 	if got := committed(up, n); len(got) != 0 {
 		t.Fatalf("committed %v while a member's commit was in flight", got)
 	}
+}
+
+// TestOffsetKeeper_NotesWhatTheBrokerAccepted holds the keeper to the
+// partitions an answer accepted, whether the broker answers in the order
+// it was asked (the walk side by side) or in another (the index).
+func TestOffsetKeeper_NotesWhatTheBrokerAccepted(t *testing.T) {
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	for _, name := range []string{"a", "b"} {
+		ct := kmsg.NewOffsetCommitRequestTopic()
+		ct.Topic = name
+		for p := range int32(3) {
+			cp := kmsg.NewOffsetCommitRequestTopicPartition()
+			cp.Partition, cp.Offset = p, int64(100+p)
+			ct.Partitions = append(ct.Partitions, cp)
+		}
+		commit.Topics = append(commit.Topics, ct)
+	}
+	answer := func(reversed bool, refused keptPartition) *kmsg.OffsetCommitResponse {
+		resp := commit.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, ct := range commit.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = ct.Topic
+			for _, cp := range ct.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition = cp.Partition
+				if (keptPartition{ct.Topic, cp.Partition}) == refused {
+					rp.ErrorCode = 22 // ILLEGAL_GENERATION
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		if reversed {
+			slices.Reverse(resp.Topics)
+			for i := range resp.Topics {
+				slices.Reverse(resp.Topics[i].Partitions)
+			}
+		}
+		return resp
+	}
+	refused := keptPartition{"b", 1}
+	for _, reversed := range []bool{false, true} {
+		k := &offsetKeeper{}
+		g := &keptGroup{topics: map[string][]keptOffset{}}
+		k.noteLocked(g, commit, answer(reversed, refused), time.Now())
+		if n := g.kept(); n != 5 {
+			t.Errorf("reversed %v: kept %d partitions, want the 5 accepted", reversed, n)
+		}
+		if g.has(refused.topic, refused.partition) {
+			t.Errorf("reversed %v: kept the refused partition %v", reversed, refused)
+		}
+		if o := g.topics["a"][2]; o.offset != 102 {
+			t.Errorf("reversed %v: a/2 kept at %d, want 102", reversed, o.offset)
+		}
+	}
+}
+
+// kept counts the partitions with an offset kept.
+func (g *keptGroup) kept() int {
+	n := 0
+	for _, offs := range g.topics {
+		for _, o := range offs {
+			if o.at != 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
