@@ -71,10 +71,28 @@ type subscription struct {
 	topics []string
 }
 
-func newSubscription(s *kmsg.ConsumerMemberMetadata) *subscription {
+// newSubscription returns s with its topics sorted and distinct. The
+// members of a group mostly subscribe to the same topics, so g keeps the
+// latest topic list and a member whose list is equal shares it, its names
+// included, rather than keeping a copy: at a hundred topics, a copy per
+// member was the largest part of a member's state.
+func newSubscription(g *group, s *kmsg.ConsumerMemberMetadata) *subscription {
+	if slices.Equal(s.Topics, g.sharedTopics) {
+		s.Topics = g.sharedTopics
+		return &subscription{ConsumerMemberMetadata: s, topics: g.sharedTopics}
+	}
 	ts := slices.Clone(s.Topics)
 	sort.Strings(ts)
-	return &subscription{ConsumerMemberMetadata: s, topics: slices.Compact(ts)}
+	ts = slices.Compact(ts)
+	if slices.Equal(ts, g.sharedTopics) {
+		ts = g.sharedTopics
+	} else {
+		g.sharedTopics = slices.Clip(ts)
+	}
+	if slices.Equal(s.Topics, ts) {
+		s.Topics = ts
+	}
+	return &subscription{ConsumerMemberMetadata: s, topics: ts}
 }
 
 // subscribedTopics returns the sorted, distinct topics of m's subscription
@@ -341,7 +359,7 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 	// static member that did not rejoin, what it was last given.
 	type claims struct {
 		reported []kmsg.ConsumerMemberMetadataOwnedPartition
-		held     map[string][]int32
+		held     byName
 		gen      int32
 	}
 	own := make([]claims, len(members))
@@ -356,8 +374,8 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 			}
 			lastTopics = sub.topics
 		}
-		for t := range m.assigned {
-			note(t)
+		for _, tp := range m.assignedByName {
+			note(tp.topic)
 		}
 		cl := claims{gen: -1}
 		if m.rejoined {
@@ -385,8 +403,8 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 		for _, o := range cl.reported {
 			note(o.Topic)
 		}
-		for t := range cl.held {
-			note(t)
+		for _, tp := range cl.held {
+			note(tp.topic)
 		}
 		own[i] = cl
 	}
@@ -409,17 +427,14 @@ func (c *Coordinator) buildRequest(g *group) *abi.Request {
 	req.ReplicaSets = pl.sets
 	// The topic table is sorted by name, so ordering by index orders by
 	// name without comparing strings.
-	toTPs := func(byTopic map[string][]int32) []abi.TopicPartitions {
-		if len(byTopic) == 0 {
+	toTPs := func(a byName) []abi.TopicPartitions {
+		if len(a) == 0 {
 			return nil
 		}
-		out := make([]abi.TopicPartitions, 0, len(byTopic))
-		for name, ps := range byTopic {
-			if ps = normalizedPartitions(ps); len(ps) > 0 {
-				out = append(out, abi.TopicPartitions{Topic: index[name], Partitions: ps})
-			}
+		out := make([]abi.TopicPartitions, len(a))
+		for k, tp := range a {
+			out[k] = abi.TopicPartitions{Topic: index[tp.topic], Partitions: tp.partitions}
 		}
-		slices.SortFunc(out, byTopicIndex)
 		return out
 	}
 	// reported is a member's report of what it owns, by topic index: a

@@ -125,8 +125,8 @@ func exportGroup(g *group) GroupState {
 		ms := MemberState{
 			MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.host,
 			SessionTimeout: m.session, RebalanceTimeout: m.rebalance, ProtocolType: m.protocolType,
-			Assignment: slices.Clone(m.assignment), Assigned: cloneAssignment(m.assigned),
-			Held: cloneAssignment(m.held), HeldGeneration: m.heldGen, Synced: !g.pendingSync[m.id], Rack: m.rack,
+			Assignment: slices.Clone(m.assignment), Assigned: m.assignedByName.asMap(),
+			Held: heldMap(m.held), HeldGeneration: m.heldGen, Synced: !g.pendingSync[m.id], Rack: m.rack,
 		}
 		for _, p := range m.protocols {
 			ms.Protocols = append(ms.Protocols, ProtocolState{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
@@ -136,15 +136,13 @@ func exportGroup(g *group) GroupState {
 	return gs
 }
 
-func cloneAssignment(a map[string][]int32) map[string][]int32 {
-	if a == nil {
+// heldMap is m.held as exported: nil before the member's first SyncGroup
+// answer.
+func heldMap(held byName) map[string][]int32 {
+	if held == nil {
 		return nil
 	}
-	out := make(map[string][]int32, len(a))
-	for t, ps := range a {
-		out[t] = slices.Clone(ps)
-	}
-	return out
+	return held.asMap()
 }
 
 // Restore loads groups exported by Export, at time now. Stable and Empty
@@ -184,24 +182,18 @@ func (c *Coordinator) Restore(now time.Time, states []GroupState) (Output, error
 				id: ms.MemberID, instanceID: ms.InstanceID, clientID: ms.ClientID, host: ms.ClientHost,
 				session: ms.SessionTimeout, rebalance: ms.RebalanceTimeout, protocolType: ms.ProtocolType,
 				assignment: slices.Clone(ms.Assignment),
-				held:       cloneAssignment(ms.Held), heldGen: ms.HeldGeneration,
+				held:       byNameOf(ms.Held), heldGen: ms.HeldGeneration,
 				subs: make(map[string]*subscription),
 			}
 			for _, p := range ms.Protocols {
 				m.protocols = append(m.protocols, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
 				if c.served(ms.ProtocolType, p.Name) {
 					if s, err := decodeSubscription(p.Metadata); err == nil {
-						m.subs[p.Name] = newSubscription(s)
+						m.subs[p.Name] = newSubscription(g, s)
 					}
 				}
 			}
-			var assigned []topicPartitions
-			for _, t := range sortedKeys(ms.Assigned) {
-				if ps := normalizedPartitions(ms.Assigned[t]); len(ps) > 0 {
-					assigned = append(assigned, topicPartitions{t, slices.Clone(ps)})
-				}
-			}
-			m.setAssigned(assigned)
+			m.setAssigned(byNameOf(ms.Assigned))
 			m.rack = c.resolveRack(g, m)
 			m.heartbeatDeadline.at = now.Add(m.session)
 			g.insert(m)

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -92,16 +93,15 @@ type member struct {
 
 	// assignment is what SyncGroup answers in the current generation.
 	assignment []byte
-	// assigned is the server-side assignment of the current generation by
-	// topic; it becomes abi.Member.Previous in the next one. assignedByName
-	// holds the same, ordered by topic name, each topic's partitions
-	// ascending: the next request lists it without sorting (setAssigned
-	// keeps the two together).
-	assigned       map[string][]int32
-	assignedByName []topicPartitions
+	// assignedByName is the server-side assignment of the current
+	// generation, ordered by topic name, each topic's partitions
+	// ascending: it becomes abi.Member.Previous in the next one, listed
+	// without sorting.
+	assignedByName byName
 	// held is what the member last received in a SyncGroup answer, and
-	// heldGen that answer's generation: what it may still own.
-	held    map[string][]int32
+	// heldGen that answer's generation: what it may still own. It shares
+	// assignedByName's arrays, which are never modified.
+	held    byName
 	heldGen int32
 }
 
@@ -218,6 +218,10 @@ type group struct {
 	// the next metadata refresh look like a change.
 	fingerprint      uint64
 	fingerprintRacks bool
+	// sharedTopics is the sorted topic list of the latest subscription
+	// whose list differed from the one before; members with an equal list
+	// share it (newSubscription). Never modified.
+	sharedTopics []string
 }
 
 // assignmentStats measures one assignment; Summary has the meaning of each
@@ -490,15 +494,48 @@ type topicPartitions struct {
 	partitions []int32
 }
 
-// setAssigned records byName, ordered by topic name with ascending,
-// distinct partitions and no empty topic, as the member's assignment.
-func (m *member) setAssigned(byName []topicPartitions) {
-	m.assignedByName = byName
-	m.assigned = make(map[string][]int32, len(byName))
-	for _, tp := range byName {
-		m.assigned[tp.topic] = tp.partitions
+// byName is an assignment by topic name: sorted by name, each topic's
+// partitions ascending, no topic without partitions. A member keeps its
+// assignments so rather than in maps, which at a hundred topics cost a
+// member several kilobytes more.
+type byName []topicPartitions
+
+// partitionsOf returns topic's partitions, nil when it has none.
+func (a byName) partitionsOf(topic string) []int32 {
+	i, ok := slices.BinarySearchFunc(a, topic, func(tp topicPartitions, t string) int { return strings.Compare(tp.topic, t) })
+	if !ok {
+		return nil
 	}
+	return a[i].partitions
 }
+
+// asMap returns a copy of a by topic, for export.
+func (a byName) asMap() map[string][]int32 {
+	out := make(map[string][]int32, len(a))
+	for _, tp := range a {
+		out[tp.topic] = slices.Clone(tp.partitions)
+	}
+	return out
+}
+
+// byNameOf builds an assignment from one by topic, as exported: each
+// topic's partitions sorted and distinct, topics without any left out.
+func byNameOf(m map[string][]int32) byName {
+	if m == nil {
+		return nil
+	}
+	out := byName{}
+	for _, t := range sortedKeys(m) {
+		if ps := normalizedPartitions(m[t]); len(ps) > 0 {
+			out = append(out, topicPartitions{t, slices.Clone(ps)})
+		}
+	}
+	return out
+}
+
+// setAssigned records the member's assignment, ordered by topic name with
+// ascending partitions.
+func (m *member) setAssigned(a []topicPartitions) { m.assignedByName = a }
 
 // add puts m into the group; the first member sets the protocol type and,
 // for leader-side groups, becomes the leader.

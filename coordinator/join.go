@@ -258,7 +258,7 @@ func (c *Coordinator) setProtocols(g *group, m *member, r *kmsg.JoinGroupRequest
 				continue
 			}
 		}
-		m.subs[p.Name] = newSubscription(s)
+		m.subs[p.Name] = newSubscription(g, s)
 		c.needMetadata(s.Topics)
 	}
 	// A rejoin from the member's own client brings the driver's latest

@@ -142,7 +142,7 @@ func (c *Coordinator) recordLeaderAssignment(g *group, m *member) int {
 	}
 	moved := 0
 	for _, tp := range byName {
-		had := m.assigned[tp.topic]
+		had := m.assignedByName.partitionsOf(tp.topic)
 		for _, p := range tp.partitions {
 			if _, ok := slices.BinarySearch(had, p); !ok {
 				moved++
@@ -160,7 +160,7 @@ func inconsistent(requested *string, current string) bool {
 // answerSync sends a member its assignment and records what it now holds.
 func (c *Coordinator) answerSync(g *group, m *member, id RequestID, version int16) {
 	c.reply(id, c.syncSuccess(g, m, version))
-	m.held = m.assigned
+	m.held = m.assignedByName
 	m.heldGen = g.generation
 }
 

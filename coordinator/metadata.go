@@ -229,7 +229,7 @@ func (x *clientIndex) members(clientID, host string) []clientMember {
 // ownsAnyOf reports whether m was assigned a partition of fetched.
 func (m *member) ownsAnyOf(fetched []FetchedTopic, nameOf func(FetchedTopic) string) bool {
 	for _, ft := range fetched {
-		held := m.assigned[nameOf(ft)]
+		held := m.assignedByName.partitionsOf(nameOf(ft))
 		for _, p := range ft.Partitions {
 			if _, ok := slices.BinarySearch(held, p); ok {
 				return true
