@@ -77,8 +77,8 @@ type subscription struct {
 // included, rather than keeping a copy: at a hundred topics, a copy per
 // member was the largest part of a member's state.
 func newSubscription(g *group, s *kmsg.ConsumerMemberMetadata) *subscription {
-	if slices.Equal(s.Topics, g.sharedTopics) {
-		s.Topics = g.sharedTopics
+	if slices.Equal(s.Topics, g.sharedAsSent) {
+		s.Topics = g.sharedAsSent
 		return &subscription{ConsumerMemberMetadata: s, topics: g.sharedTopics}
 	}
 	ts := slices.Clone(s.Topics)
@@ -89,9 +89,8 @@ func newSubscription(g *group, s *kmsg.ConsumerMemberMetadata) *subscription {
 	} else {
 		g.sharedTopics = slices.Clip(ts)
 	}
-	if slices.Equal(s.Topics, ts) {
-		s.Topics = ts
-	}
+	// Later members share the list as this one sent it, in its order.
+	g.sharedAsSent = slices.Clip(s.Topics)
 	return &subscription{ConsumerMemberMetadata: s, topics: ts}
 }
 

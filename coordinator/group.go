@@ -218,10 +218,11 @@ type group struct {
 	// the next metadata refresh look like a change.
 	fingerprint      uint64
 	fingerprintRacks bool
-	// sharedTopics is the sorted topic list of the latest subscription
-	// whose list differed from the one before; members with an equal list
-	// share it (newSubscription). Never modified.
-	sharedTopics []string
+	// sharedAsSent is the topic list of the latest subscription whose
+	// list differed from the one before, as its member sent it, and
+	// sharedTopics the same sorted and distinct; members with an equal
+	// list share them (newSubscription). Never modified.
+	sharedAsSent, sharedTopics []string
 }
 
 // assignmentStats measures one assignment; Summary has the meaning of each
