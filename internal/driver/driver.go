@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -107,7 +108,7 @@ type Driver struct {
 	// persistDue is set when an event of the Output being applied calls
 	// for saving the state.
 	persistDue bool
-	nextID     coordinator.RequestID
+	nextID     atomic.Uint64 // the last RequestID handed out
 	waiting    map[coordinator.RequestID]chan result
 	timer      *time.Timer
 	deadline   time.Time
@@ -240,6 +241,19 @@ func (d *Driver) loop() {
 	}
 }
 
+// post hands fn to the loop without waiting for it to run, and reports
+// false once the driver is closed. The loop runs what it receives before it
+// looks at closed again: calls is unbuffered, so a fn posted runs, and a
+// waiter it registers is answered, ErrClosed at the latest.
+func (d *Driver) post(fn func()) bool {
+	select {
+	case d.calls <- fn:
+		return true
+	case <-d.closed:
+		return false
+	}
+}
+
 // do runs fn on the loop and waits for it.
 func (d *Driver) do(fn func()) error {
 	finished := make(chan struct{})
@@ -258,8 +272,11 @@ func (d *Driver) do(fn func()) error {
 // broker drops it.
 func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg.Request) (kmsg.Response, error) {
 	ch := make(chan result, 1)
-	var id coordinator.RequestID
-	err := d.do(func() {
+	// The id is taken here, not on the loop, so that the request needs no
+	// second hand-over: its answer arrives on ch, and a caller that gives
+	// up can still name it.
+	id := coordinator.RequestID(d.nextID.Add(1))
+	ok := d.post(func() {
 		if req.Key() == kmsg.JoinGroup.Int16() {
 			// The rack its client sent in Fetch requests travels with the
 			// request: the coordinator learns it as an input, never by
@@ -268,19 +285,17 @@ func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg
 			// it, once the member exists.
 			client.FetchRack, _ = d.racks.lookup(client.ID, client.Host)
 		}
-		d.nextID++
-		id = d.nextID
 		d.waiting[id] = ch
 		d.apply(d.coord.Handle(d.now(), id, client, req))
 	})
-	if err != nil {
-		return nil, err
+	if !ok {
+		return nil, ErrClosed
 	}
 	select {
 	case r := <-ch:
 		return r.resp, r.err
 	case <-ctx.Done():
-		d.do(func() { delete(d.waiting, id) })
+		d.post(func() { delete(d.waiting, id) })
 		return nil, ctx.Err()
 	}
 }
