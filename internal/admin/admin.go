@@ -144,8 +144,8 @@ type Options struct {
 	// finding where a loaded gateway spends its CPU and memory. Profiles
 	// name the code and its inputs' sizes, so they sit behind the token
 	// like every other route.
-	Pprof bool
-	Logger  *slog.Logger
+	Pprof  bool
+	Logger *slog.Logger
 }
 
 // NewHandler returns the admin API's HTTP handler.
