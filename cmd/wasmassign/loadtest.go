@@ -247,7 +247,7 @@ func writeLoadtestTable(w io.Writer, cfg loadtest.Config, results []*loadtest.Re
 		return err
 	}
 
-	fmt.Fprintln(w, "\nerror codes answered (whole run; MEMBER_ID_REQUIRED and REBALANCE_IN_PROGRESS are groups forming):")
+	fmt.Fprintln(w, "\nerror codes answered (until the members stop; MEMBER_ID_REQUIRED and REBALANCE_IN_PROGRESS are groups forming):")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range results {
 		if len(r.Errors) == 0 {

@@ -65,7 +65,7 @@ type Result struct {
 	Revocations int64 `json:"revocations"`
 
 	// Errors counts, per API, each error code the target answered with
-	// over the whole run, by kerr's names; "connection lost" counts
+	// until the members stop, by kerr's names; "connection lost" counts
 	// requests whose connection failed. MEMBER_ID_REQUIRED (one per
 	// member) and REBALANCE_IN_PROGRESS in the join phase are the
 	// protocol working as designed.

@@ -650,6 +650,14 @@ func (r *run) count(key, code int16) {
 func (r *run) countTransport(key int16) { r.countName(key, "connection lost") }
 
 func (r *run) countName(key int16, name string) {
+	select {
+	case <-r.stop:
+		// Once the members stop, a heartbeat the scheduler had under way
+		// may reach the target after its member's LeaveGroup: its
+		// UNKNOWN_MEMBER_ID says nothing of the target.
+		return
+	default:
+	}
 	api := kmsg.NameForKey(key)
 	r.errMu.Lock()
 	defer r.errMu.Unlock()
