@@ -174,6 +174,7 @@ type workerProc struct {
 	status     string        // how it ended; set before exited closes
 	stderrDone chan struct{}
 	tail       lineTail
+	oomScan    oomScanner
 	killOnce   sync.Once
 
 	mu  sync.Mutex
@@ -291,7 +292,7 @@ func (w *workerProc) readOutput(r *os.File, sink *logSink) {
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	for sc.Scan() {
 		line := cutLine(sc.Text())
-		w.tail.add(line, isOutOfMemory(sc.Text()))
+		w.tail.add(line, w.oomScan.outOfMemory(sc.Text()))
 		if sink.take() {
 			sink.logger.Error("plugin worker: "+line, "pid", w.pid)
 		}
@@ -412,6 +413,50 @@ func isOutOfMemory(line string) bool {
 		// itself cannot be written in full: a thread or a heap arena
 		// refused (errno 12, ENOMEM).
 		return strings.Contains(line, "out of memory") || strings.Contains(line, "errno=12")
+	}
+	return false
+}
+
+// oomScanner reads a worker's own output, line by line, for the other way
+// the Go runtime ends when the kernel refuses it memory: its collector
+// faults on the nil it got for memory (a SIGSEGV at address 0 in the
+// runtime's allocator or collector) instead of saying so. Seen under load
+// when a guest grows a table to the worker's limit. Only the worker's Go
+// runtime writes these lines, never the guest.
+type oomScanner struct {
+	state int // 0: nothing; 1: a SIGSEGV; 2: at address 0
+}
+
+func (s *oomScanner) outOfMemory(line string) bool {
+	if isOutOfMemory(line) {
+		return true
+	}
+	switch {
+	case strings.HasPrefix(line, "SIGSEGV: segmentation violation"):
+		s.state = 1
+	case s.state == 1 && strings.HasPrefix(line, "PC=") && strings.HasSuffix(line, " addr=0x0"):
+		s.state = 2
+	case s.state == 2 && strings.Contains(line, "/src/runtime/m") && isAllocatorFile(line):
+		s.state = 0
+		return true
+	case s.state == 2 && strings.HasPrefix(line, "goroutine ") && !strings.HasPrefix(line, "goroutine 0 "):
+		s.state = 0 // the faulting frames are over, and were not the runtime's memory
+	}
+	return false
+}
+
+// isAllocatorFile says whether a traceback line names a file of the Go
+// runtime's allocator or collector (malloc.go, mheap.go, mgc*.go, ...).
+func isAllocatorFile(line string) bool {
+	i := strings.LastIndex(line, "/src/runtime/")
+	if i < 0 {
+		return false
+	}
+	file := line[i+len("/src/runtime/"):]
+	for _, prefix := range []string{"mgc", "malloc", "mheap", "mcentral", "mcache", "mspan", "mem_"} {
+		if strings.HasPrefix(file, prefix) {
+			return true
+		}
 	}
 	return false
 }

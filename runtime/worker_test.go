@@ -628,3 +628,43 @@ func TestWorker_HostileIdlePhaseIsKilledAndNoCallerFails(t *testing.T) {
 		})
 	}
 }
+
+// TestOOMScanner_ReadsTheRuntimesEndsAtTheMemoryLimit: the worker's own
+// output says out of memory either in words or, from the collector, as a
+// fault at address 0 in the runtime's memory code; a fault elsewhere is
+// no out-of-memory.
+func TestOOMScanner_ReadsTheRuntimesEndsAtTheMemoryLimit(t *testing.T) {
+	collectorFault := []string{
+		"SIGSEGV: segmentation violation",
+		"PC=0x43599d m=0 sigcode=1 addr=0x0",
+		"",
+		"goroutine 0 gp=0x14b4ec0 m=0 mp=0x14b6360 [idle]:",
+		"runtime.(*spanQueue).tryDrain(0x7fff00000400?, 0x43e1e5?, 0x14b5508?)",
+		"\t/usr/local/go/src/runtime/mgcmark_greenteagc.go:520 +0x5d fp=0x7fff96575ea0 sp=0x7fff96575e80 pc=0x43599d",
+	}
+	tests := []struct {
+		name  string
+		lines []string
+		want  bool
+	}{
+		{"the runtime says so", []string{"fatal error: runtime: out of memory"}, true},
+		{"a thread refused", []string{"runtime: failed to create new OS thread (have 5 already; errno=12)"}, true},
+		{"the collector faults at address 0", collectorFault, true},
+		{"a fault at another address", []string{collectorFault[0], "PC=0x43599d m=0 sigcode=1 addr=0x18", "", collectorFault[3], collectorFault[4], collectorFault[5]}, false},
+		{"a nil fault outside the runtime's memory code", []string{collectorFault[0], collectorFault[1], "", "goroutine 7 gp=0x1 m=0 [running]:",
+			"github.com/tetratelabs/wazero/internal/wasm.(*TableInstance).Grow(0x1, 0x2, 0x0)", "\t/root/go/pkg/mod/github.com/tetratelabs/wazero/internal/wasm/table.go:300 +0x5d"}, false},
+		{"a panic", []string{"panic: runtime error: index out of range [3] with length 2"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s oomScanner
+			got := false
+			for _, l := range tt.lines {
+				got = s.outOfMemory(l) || got
+			}
+			if got != tt.want {
+				t.Errorf("out of memory = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
