@@ -120,6 +120,7 @@ type Config struct {
 	logger        *slog.Logger
 	maxInstances  int
 	queueTimeout  time.Duration
+	idleTimeout   time.Duration
 	hooks         []Hook
 	isolation     Isolation
 	workerCommand string
@@ -166,7 +167,7 @@ func (i Isolation) String() string {
 
 // NewConfig returns the defaults described on each With method.
 func NewConfig() Config {
-	return Config{limits: DefaultLimits(), logger: slog.Default(), maxInstances: max(runtime.GOMAXPROCS(0), 2), queueTimeout: 10 * time.Second}
+	return Config{limits: DefaultLimits(), logger: slog.Default(), maxInstances: max(runtime.GOMAXPROCS(0), 2), queueTimeout: 10 * time.Second, idleTimeout: 30 * time.Second}
 }
 
 // WithLimits sets the limits every plugin of the host runs under. Defaults
@@ -204,6 +205,15 @@ func (c Config) WithMaxInstances(n int) Config { c.maxInstances = n; return c }
 // instance, so time in the queue never counts against the plugin.
 // Defaults to 10s.
 func (c Config) WithQueueTimeout(d time.Duration) Config { c.queueTimeout = d; return c }
+
+// WithIdleTimeout ends instances idle longer than d, whichever plugin they
+// belong to: a worker of a Go guest holds tens of megabytes, and those of
+// plugins no group uses (every plugin's first instance is started to load
+// it) would hold them for good. The next call of such a plugin starts an
+// instance again, from the compilation cache (about 100 ms for a worker).
+// Zero keeps idle instances until the bound needs their place. Defaults
+// to 30s.
+func (c Config) WithIdleTimeout(d time.Duration) Config { c.idleTimeout = d; return c }
 
 // WithHooks adds hooks the host calls as it works: each may implement any
 // of the Hook interfaces (HookQueueWait). Hooks run on the caller's

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -41,6 +42,10 @@ type Host struct {
 	// pool bounds the instances of every plugin together and queues the
 	// calls beyond them.
 	pool *instancePool
+	// stopReaper ends the goroutine that ends long-idle instances.
+	stopReaper  chan struct{}
+	reaped      chan struct{}
+	closeReaper sync.Once
 }
 
 // Import module names a plugin may use (sdk/ABI.md section 1).
@@ -71,6 +76,13 @@ func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 	default:
 		return nil, fmt.Errorf("wasmruntime: unknown isolation %d", iso)
 	}
+	h.stopReaper, h.reaped = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(h.reaped)
+		if cfg.idleTimeout > 0 {
+			h.pool.reapEvery(cfg.idleTimeout, h.stopReaper)
+		}
+	}()
 	return h, nil
 }
 
@@ -84,6 +96,10 @@ func (h *Host) Config() Config { return h.cfg }
 // Close releases the runtime and every plugin loaded through it. In process
 // isolation it stops every worker process and waits for each to exit.
 func (h *Host) Close(ctx context.Context) error {
+	h.closeReaper.Do(func() {
+		close(h.stopReaper)
+		<-h.reaped
+	})
 	if h.eng != nil {
 		return h.eng.close(ctx)
 	}

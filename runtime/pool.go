@@ -415,6 +415,50 @@ func (o *poolOwner) close() []any {
 	return vs
 }
 
+// reap ends the instances idle since before cutoff, of every plugin, and
+// returns how many it ended. Instances in their idle call or in calls are
+// left alone.
+func (p *instancePool) reap(cutoff time.Time) int {
+	type victim struct {
+		o *poolOwner
+		v any
+	}
+	var victims []victim
+	p.mu.Lock()
+	for _, o := range p.owners {
+		n := 0 // o.idle is oldest first
+		for n < len(o.idle) && o.idle[n].since.Before(cutoff) {
+			victims = append(victims, victim{o, o.idle[n].v})
+			n++
+		}
+		if n > 0 {
+			o.idle = slices.Delete(o.idle, 0, n)
+			p.live -= n
+		}
+	}
+	p.dispatchLocked()
+	p.mu.Unlock()
+	for _, v := range victims {
+		v.o.end(v.v)
+	}
+	return len(victims)
+}
+
+// reapEvery runs reap each idle/2 for instances idle longer than idle,
+// until stop closes.
+func (p *instancePool) reapEvery(idle time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(max(idle/2, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			p.reap(p.now().Add(-idle))
+		case <-stop:
+			return
+		}
+	}
+}
+
 // PoolStats is a snapshot of a host's instances and its queue of calls,
 // for operators sizing the pool (Config.WithMaxInstances).
 type PoolStats struct {

@@ -317,3 +317,33 @@ func TestPool_RandomLoadNeverExceedsTheBoundAndServesEveryCall(t *testing.T) {
 		}
 	}
 }
+
+func TestPool_InstancesIdleTooLongAreEndedAndBusyOnesKept(t *testing.T) {
+	r := newPoolRig(3, time.Second)
+	a, aops := r.plugin("a")
+	b, bops := r.plugin("b")
+	ctx := context.Background()
+	va, _ := a.acquire(ctx)
+	vb, _ := b.acquire(ctx)
+	busy, _ := a.acquire(ctx)
+	a.release(ctx, va)
+	r.clock.Add(int64(2 * time.Second))
+	b.release(ctx, vb) // idle for no time yet
+	if n := r.pool.reap(r.pool.now().Add(-time.Second)); n != 1 {
+		t.Fatalf("reaped %d, want only a's instance idle for 2s", n)
+	}
+	if _, discarded, _ := aops.counts(); !slices.Equal(discarded, []int{va}) {
+		t.Errorf("a's discarded %v, want [%d]: the idle one, not the busy one", discarded, va)
+	}
+	if _, discarded, _ := bops.counts(); len(discarded) != 0 {
+		t.Errorf("b's instance %v ended though it had just been used", discarded)
+	}
+	if s := r.pool.stats(); s.Idle != 1 || s.Busy != 1 {
+		t.Errorf("stats %+v, want b's instance idle and a's busy one", s)
+	}
+	a.release(ctx, busy)
+	// The place freed serves the next call at once.
+	if _, err := b.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -179,6 +179,9 @@ type Plugins struct {
 	// call is an overload (counted, logged, and tried again while the
 	// rebalance's assignment_timeout allows), never a plugin failure.
 	QueueTimeout time.Duration
+	// IdleTimeout ends plugin instances idle longer than it; zero keeps
+	// them until their place is needed.
+	IdleTimeout time.Duration
 }
 
 // Log configures the daemon's log.
@@ -358,6 +361,7 @@ type file struct {
 		MemoryLimitMB     *int    `toml:"memory_limit_mb"`
 		Workers           *int    `toml:"workers"`
 		QueueTimeout      *string `toml:"queue_timeout"`
+		IdleTimeout       *string `toml:"idle_timeout"`
 	} `toml:"plugins"`
 	Log struct {
 		Level  string `toml:"level"`
@@ -611,6 +615,12 @@ func (c *Config) plugins(f *file, dir string) error {
 	}
 	if p.QueueTimeout <= 0 {
 		return c.errorf("plugins.queue_timeout", "must be positive")
+	}
+	if p.IdleTimeout, err = c.duration("plugins.idle_timeout", f.Plugins.IdleTimeout, 30*time.Second); err != nil {
+		return err
+	}
+	if p.IdleTimeout < 0 {
+		return c.errorf("plugins.idle_timeout", "must not be negative")
 	}
 	if f.Plugins.QueueTimeout != nil && p.QueueTimeout+p.Timeout > p.AssignmentTimeout {
 		return c.errorf("plugins.queue_timeout", "%v and plugins.timeout (%v) exceed plugins.assignment_timeout (%v): a queued call could not finish in time", p.QueueTimeout, p.Timeout, p.AssignmentTimeout)

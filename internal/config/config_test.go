@@ -105,7 +105,7 @@ func TestParse_DocumentedExample(t *testing.T) {
 func TestDefault_ManagesEveryGroupOnTheEmbeddedCluster(t *testing.T) {
 	c := Default()
 	if !c.Upstream.IsEmbedded() || c.Plugins.Dir != "" || c.Plugins.Timeout != 2*time.Second || c.Plugins.CompileTimeout != 20*time.Second || c.Plugins.MemoryLimitMB != 512 ||
-		c.Plugins.Workers != 0 || c.Plugins.QueueTimeout != 10*time.Second {
+		c.Plugins.Workers != 0 || c.Plugins.QueueTimeout != 10*time.Second || c.Plugins.IdleTimeout != 30*time.Second {
 		t.Errorf("defaults %+v", c)
 	}
 	if _, ok := c.GroupFor("any-group"); !ok {
@@ -134,6 +134,7 @@ func TestParse_BadInputNamesFileAndKey(t *testing.T) {
 		{"too many workers", "[plugins]\nworkers = 100000", "plugins.workers", "out of range"},
 		{"bad queue timeout", "[plugins]\nqueue_timeout = \"later\"", "plugins.queue_timeout", "duration"},
 		{"zero queue timeout", "[plugins]\nqueue_timeout = \"0s\"", "plugins.queue_timeout", "positive"},
+		{"negative idle timeout", "[plugins]\nidle_timeout = \"-1s\"", "plugins.idle_timeout", "negative"},
 		{"queue timeout past the assignment timeout", "[plugins]\nqueue_timeout = \"19s\"", "plugins.queue_timeout", "exceed plugins.assignment_timeout"},
 		{"tls cert alone", "[server]\ntls_cert = \"c.pem\"", "server.tls_cert", "together"},
 		{"negative metadata wait", "[upstream]\nmetadata_wait = \"-1s\"", "upstream.metadata_wait", "negative"},

@@ -150,7 +150,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	m := metrics.New(promReg, cfg.Server.MetricsGroupCap)
 	d.metrics = m
 	hostCfg := wasmruntime.NewConfig().WithLimits(lim).WithLogger(log).WithCompilationCacheDir(cacheDir).
-		WithQueueTimeout(cfg.Plugins.QueueTimeout).WithHooks(hostHooks{m})
+		WithQueueTimeout(cfg.Plugins.QueueTimeout).WithIdleTimeout(cfg.Plugins.IdleTimeout).WithHooks(hostHooks{m})
 	if cfg.Plugins.Workers > 0 {
 		hostCfg = hostCfg.WithMaxInstances(cfg.Plugins.Workers)
 	}
