@@ -13,7 +13,7 @@ APT_PKGS := wabt clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
 BENCHTIME ?= 1x
 KAFKA_VERSION ?= 4.4.0
 
-.PHONY: all build plugins testdata tools e2e-tools kafka-cache test vet bench bench-gateway bench-realkafka bench-loadtest run clean FORCE
+.PHONY: all build plugins testdata tools e2e-tools kafka-cache test vet bench bench-gateway bench-realkafka bench-loadtest bench-loadtest-kafka run clean FORCE
 
 all: build
 
@@ -114,6 +114,10 @@ bench-gateway: build
 ## bench-realkafka: the gateway benchmarks with a real Kafka 4.4 broker as upstream, against the broker's own coordinator.
 bench-realkafka: build kafka-cache
 	REALKAFKA_REQUIRED=1 WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 30m -run '^$$' -bench RealKafka -benchtime 5x ./internal/e2e/
+
+## bench-loadtest-kafka: a loadtest load on kfake, the gateway in front of a real Kafka 4.4 broker, and the broker itself.
+bench-loadtest-kafka: build kafka-cache
+	REALKAFKA_REQUIRED=1 WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 30m -run '^$$' -bench LoadtestWithABroker -benchtime 1x ./internal/e2e/
 
 ## bench-loadtest: 1,000 groups of 10 members (10,000 connections) on kfake, then through a fresh gateway, with the ratios.
 # The gateway runs on its embedded cluster as `make run` does, from

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/wasmassign/wasmassign/internal/loadtest"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 )
 
@@ -36,6 +37,7 @@ type suite struct {
 var env suite
 
 func TestMain(m *testing.M) {
+	loadtest.ServeKfakeIfRequested() // the kfake target of a load run serves here
 	os.Exit(runMain(m))
 }
 
