@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -88,7 +87,7 @@ func (g *Gateway) Intercepts(key int16) bool {
 // client describes the request's client the way Kafka does in
 // DescribeGroups: the header's client id, and the host as "/ip".
 func client(r proxy.Request) coordinator.Client {
-	c := coordinator.Client{Host: hostOf(r.Conn.Remote)}
+	c := coordinator.Client{Host: clientHost(r.Conn)}
 	if r.ClientID != nil {
 		c.ID = *r.ClientID
 	}
@@ -509,8 +508,14 @@ func (g *Gateway) FetchRack(c proxy.ConnInfo, clientID, rack string, topics []km
 			fetched[i].Partitions[j] = p.Partition
 		}
 	}
-	g.opt.Driver.RecordFetchRack(coordinator.FetchRack{ClientID: clientID, Host: hostOf(c.Remote), Rack: rack, Fetched: fetched})
+	g.opt.Driver.RecordFetchRack(coordinator.FetchRack{ClientID: clientID, Host: clientHost(c), Rack: rack, Fetched: fetched})
 }
 
-// hostOf is the Kafka form of a client address.
-func hostOf(a netip.AddrPort) string { return "/" + a.Addr().Unmap().String() }
+// clientHost is the connection's client host in Kafka's form, made by the
+// proxy once per connection (or here, for a ConnInfo built elsewhere).
+func clientHost(c proxy.ConnInfo) string {
+	if c.ClientHost != "" {
+		return c.ClientHost
+	}
+	return proxy.KafkaHost(c.Remote)
+}

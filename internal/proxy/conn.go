@@ -155,6 +155,7 @@ func newConn(p *Proxy, nc net.Conn, node int32, id uint64) *conn {
 	} else if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		c.info.Remote = ap
 	}
+	c.info.ClientHost = KafkaHost(c.info.Remote)
 	c.ctx, c.cancel = context.WithCancel(p.ctx)
 	return c
 }

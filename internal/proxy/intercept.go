@@ -13,6 +13,10 @@ type ConnInfo struct {
 	ID uint64
 	// Remote is the client's address.
 	Remote netip.AddrPort
+	// ClientHost is Remote as Kafka's group coordinator names a member's
+	// host: "/" and the IP. It is made once per connection, since every
+	// group request of the connection names it.
+	ClientHost string
 	// Node is the upstream broker the connection's listener stands for,
 	// or [NodeBootstrap].
 	Node int32
@@ -20,6 +24,10 @@ type ConnInfo struct {
 	// to: Node, or for a bootstrap connection the broker it was given.
 	Upstream int32
 }
+
+// KafkaHost is the Kafka form of a client address: "/" and its IP, as
+// DescribeGroups reports a member's host.
+func KafkaHost(a netip.AddrPort) string { return "/" + a.Addr().Unmap().String() }
 
 // Request is one decoded client request handed to an [Interceptor].
 type Request struct {

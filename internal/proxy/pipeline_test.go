@@ -30,7 +30,7 @@ func (ti *testInterceptor) Intercepts(key int16) bool {
 
 func (ti *testInterceptor) Intercept(ctx context.Context, r Request) (Decision, error) {
 	// Failing closes the connection, which fails the test.
-	if r.Conn.Upstream < 0 || !r.Conn.Remote.IsValid() || r.ClientID == nil || *r.ClientID != "raw" {
+	if r.Conn.Upstream < 0 || !r.Conn.Remote.IsValid() || r.Conn.ClientHost != KafkaHost(r.Conn.Remote) || !strings.HasPrefix(r.Conn.ClientHost, "/127.") || r.ClientID == nil || *r.ClientID != "raw" {
 		return Decision{}, fmt.Errorf("bad request context %+v client id %v", r.Conn, r.ClientID)
 	}
 	switch req := r.Req.(type) {
