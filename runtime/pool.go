@@ -305,23 +305,10 @@ func (o *poolOwner) endEvicted(s slot) {
 	}
 }
 
-// put returns a call's instance to the owner's idle instances.
+// put returns a call's instance to the owner's idle instances, or ends it
+// when the owner has closed.
 func (o *poolOwner) put(v any) {
-	p := o.pool
-	p.mu.Lock()
-	p.busy--
-	o.busy--
-	if o.closed {
-		p.live--
-		o.forgetLocked()
-		p.dispatchLocked()
-		p.mu.Unlock()
-		o.end(v)
-		return
-	}
-	o.idle = append(o.idle, idleInstance{v: v, since: p.now()})
-	p.dispatchLocked()
-	p.mu.Unlock()
+	o.settle(v, true, func(p *instancePool) { p.busy--; o.busy-- })
 }
 
 // lost frees the slot of a call whose instance is gone: discarded after a
@@ -355,9 +342,10 @@ func (o *poolOwner) idleEnded(v any, ok bool) {
 	o.settle(v, ok, func(p *instancePool) { p.idling--; o.idling-- })
 }
 
-// settle ends a state in which v held its place without serving (leave
-// undoes its count): v joins the owner's idle instances when ok, unless
-// the owner has closed, when it is ended; when not ok it is gone already.
+// settle moves v out of the state leave counts it in (a call, its idle
+// call, a spare's start): v joins the owner's idle instances when ok,
+// unless the owner has closed, when it is ended; when not ok it is gone
+// already.
 func (o *poolOwner) settle(v any, ok bool, leave func(*instancePool)) {
 	p := o.pool
 	p.mu.Lock()

@@ -257,9 +257,7 @@ func (d *Driver) post(fn func()) bool {
 // do runs fn on the loop and waits for it.
 func (d *Driver) do(fn func()) error {
 	finished := make(chan struct{})
-	select {
-	case d.calls <- func() { fn(); close(finished) }:
-	case <-d.closed:
+	if !d.post(func() { fn(); close(finished) }) {
 		return ErrClosed
 	}
 	<-finished
