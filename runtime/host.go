@@ -77,12 +77,14 @@ func NewHost(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("wasmruntime: unknown isolation %d", iso)
 	}
 	h.stopReaper, h.reaped = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(h.reaped)
-		if cfg.idleTimeout > 0 {
+	if cfg.idleTimeout > 0 {
+		go func() {
+			defer close(h.reaped)
 			h.pool.reapEvery(cfg.idleTimeout, h.stopReaper)
-		}
-	}()
+		}()
+	} else {
+		close(h.reaped)
+	}
 	return h, nil
 }
 

@@ -436,7 +436,7 @@ func (s *oomScanner) outOfMemory(line string) bool {
 		s.state = 1
 	case s.state == 1 && strings.HasPrefix(line, "PC=") && strings.HasSuffix(line, " addr=0x0"):
 		s.state = 2
-	case s.state == 2 && strings.Contains(line, "/src/runtime/m") && isAllocatorFile(line):
+	case s.state == 2 && isAllocatorFile(line):
 		s.state = 0
 		return true
 	case s.state == 2 && strings.HasPrefix(line, "goroutine ") && !strings.HasPrefix(line, "goroutine 0 "):
