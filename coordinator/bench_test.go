@@ -63,6 +63,26 @@ func BenchmarkRebalance(b *testing.B) {
 	}
 }
 
+// stableBenchGroup forms one Stable group "g" of n members on a topic "t"
+// of 2n partitions.
+func stableBenchGroup(b *testing.B, n int) (*harness, []*simClient) {
+	b.Helper()
+	h := newHarness(b, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+	h.setMetadata(meta(map[string]int{"t": 2 * n}))
+	sims := make([]*simClient, n)
+	for m := range sims {
+		sims[m] = newSim(h, fmt.Sprintf("c%d", m), "g", []string{"range"}, []string{"t"})
+		sims[m].join()
+	}
+	settle(h, sims...)
+	for m, s := range sims {
+		if s.phase != stable {
+			b.Fatalf("member %d did not settle: phase %v", m, s.phase)
+		}
+	}
+	return h, sims
+}
+
 // BenchmarkHeartbeat_GroupSize measures one Heartbeat in a single Stable
 // group of n members, the members taking turns as the clock advances, so
 // that every heartbeat moves its member's session deadline. The cost per
@@ -70,19 +90,9 @@ func BenchmarkRebalance(b *testing.B) {
 func BenchmarkHeartbeat_GroupSize(b *testing.B) {
 	for _, n := range []int{10, 100, 2000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			h := newHarness(b, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
-			h.setMetadata(meta(map[string]int{"t": 2 * n}))
-			sims := make([]*simClient, n)
-			for m := range sims {
-				sims[m] = newSim(h, fmt.Sprintf("c%d", m), "g", []string{"range"}, []string{"t"})
-				sims[m].join()
-			}
-			settle(h, sims...)
+			h, sims := stableBenchGroup(b, n)
 			reqs := make([]*kmsg.HeartbeatRequest, n)
 			for m, s := range sims {
-				if s.phase != stable {
-					b.Fatalf("member %d did not settle: phase %v", m, s.phase)
-				}
 				reqs[m] = hbReq(s.group, s.memberID, s.generation)
 			}
 			b.ReportAllocs()
@@ -105,19 +115,9 @@ func BenchmarkHeartbeat_GroupSize(b *testing.B) {
 func BenchmarkOffsetCommit_GroupSize(b *testing.B) {
 	for _, n := range []int{10, 2000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			h := newHarness(b, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
-			h.setMetadata(meta(map[string]int{"t": 2 * n}))
-			sims := make([]*simClient, n)
-			for m := range sims {
-				sims[m] = newSim(h, fmt.Sprintf("c%d", m), "g", []string{"range"}, []string{"t"})
-				sims[m].join()
-			}
-			settle(h, sims...)
+			h, sims := stableBenchGroup(b, n)
 			reqs := make([]*kmsg.OffsetCommitRequest, n)
 			for m, s := range sims {
-				if s.phase != stable {
-					b.Fatalf("member %d did not settle: phase %v", m, s.phase)
-				}
 				r := kmsg.NewPtrOffsetCommitRequest()
 				r.Version, r.Group, r.MemberID, r.Generation = 8, s.group, s.memberID, s.generation
 				rt := kmsg.NewOffsetCommitRequestTopic()
