@@ -630,48 +630,14 @@ func TestDriver_AnOverloadedHostIsNoPluginFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	md := &coordinator.Metadata{Brokers: []coordinator.Broker{{ID: 1}}, Topics: map[string]coordinator.TopicMetadata{}}
-	tm := coordinator.TopicMetadata{}
-	for range 4 {
-		tm.Partitions = append(tm.Partitions, coordinator.PartitionMetadata{Leader: 1, Replicas: []int32{1}, ISR: []int32{1}})
-	}
-	md.Topics[topic] = tm
-	if err := d.SetMetadata(md, nil); err != nil {
+	if err := d.SetMetadata(metadataOf(4), nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx := waitCtx(t, 10*time.Second)
-	client := coordinator.Client{ID: "c", Host: "/127.0.0.1"}
-	meta := kmsg.ConsumerMemberMetadata{Topics: []string{topic}}
-	join := kmsg.NewPtrJoinGroupRequest()
-	join.SetVersion(5)
-	join.Group, join.MemberID, join.ProtocolType = group, "", "consumer"
-	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
-	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
-	resp, err := d.Handle(ctx, client, join)
+	m := &rawMember{client: coordinator.Client{ID: "c", Host: "/127.0.0.1"}}
+	a, err := m.join(ctx, d, group)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if jr := resp.(*kmsg.JoinGroupResponse); jr.ErrorCode == kerr.MemberIDRequired.Code {
-		join.MemberID = jr.MemberID
-		if resp, err = d.Handle(ctx, client, join); err != nil {
-			t.Fatal(err)
-		}
-	}
-	jr := resp.(*kmsg.JoinGroupResponse)
-	if jr.ErrorCode != 0 {
-		t.Fatalf("join: %v", kerr.ErrorForCode(jr.ErrorCode))
-	}
-	sync := kmsg.NewPtrSyncGroupRequest()
-	sync.SetVersion(3)
-	sync.Group, sync.MemberID, sync.Generation = group, jr.MemberID, jr.Generation
-	resp, err = d.Handle(ctx, client, sync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sr := resp.(*kmsg.SyncGroupResponse)
-	var a kmsg.ConsumerMemberAssignment
-	if err := a.ReadFrom(sr.MemberAssignment); err != nil || sr.ErrorCode != 0 {
-		t.Fatalf("sync: %v, assignment %v", kerr.ErrorForCode(sr.ErrorCode), err)
 	}
 	if len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 4 {
 		t.Fatalf("assignment %+v, want the 4 partitions", a.Topics)
