@@ -2,32 +2,85 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
-	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/coordinator"
 	"github.com/wasmassign/wasmassign/internal/driver"
 )
 
-// fakeUpstream accepts every commit, records what it was sent, and answers
-// OffsetFetch with upstream's offsets.
+// storedOffset is what fakeUpstream holds of one partition of topic "t".
+type storedOffset struct {
+	offset   int64
+	epoch    int32
+	metadata string
+}
+
+// fakeUpstream keeps the offsets of topic "t" the way a broker does:
+// every accepted commit overwrites, OffsetFetch reads. before and after,
+// when set, run ahead of every request and once it is carried out but not
+// yet answered, outside the lock, so a test can hold one there.
 type fakeUpstream struct {
+	before, after func(req kmsg.Request)
+
+	mu       sync.Mutex
+	seq      int       // counts the requests' starts and ends
+	spans    []reqSpan // the requests answered, in order
+	stored   map[int32]storedOffset
 	commits  []*kmsg.OffsetCommitRequest
-	upstream map[int32]int64 // partition of "t" to committed offset
+	fetchErr error // answers OffsetFetch with it when set
+	fetchTop int16 // answers OffsetFetch with this group error when set
+}
+
+// reqSpan is when a request started and ended, on fakeUpstream's count.
+type reqSpan struct {
+	req        kmsg.Request
+	start, end int
 }
 
 func (f *fakeUpstream) Forward(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+	f.mu.Lock()
+	f.seq++
+	start := f.seq
+	f.mu.Unlock()
+	if f.before != nil {
+		f.before(req)
+	}
+	resp, err := f.carryOut(req)
+	if f.after != nil {
+		f.after(req)
+	}
+	f.mu.Lock()
+	f.seq++
+	f.spans = append(f.spans, reqSpan{req, start, f.seq})
+	f.mu.Unlock()
+	return resp, err
+}
+
+func (f *fakeUpstream) carryOut(req kmsg.Request) (kmsg.Response, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	switch r := req.(type) {
 	case *kmsg.OffsetCommitRequest:
 		f.commits = append(f.commits, r)
+		if f.stored == nil {
+			f.stored = map[int32]storedOffset{}
+		}
 		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, t := range r.Topics {
 			rt := kmsg.NewOffsetCommitResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
+				md := ""
+				if p.Metadata != nil {
+					md = *p.Metadata
+				}
+				f.stored[p.Partition] = storedOffset{p.Offset, p.LeaderEpoch, md}
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
 				rp.Partition = p.Partition
 				rt.Partitions = append(rt.Partitions, rp)
@@ -36,18 +89,40 @@ func (f *fakeUpstream) Forward(_ context.Context, req kmsg.Request) (kmsg.Respon
 		}
 		return resp, nil
 	case *kmsg.OffsetFetchRequest:
+		if f.fetchErr != nil {
+			return nil, f.fetchErr
+		}
 		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.ErrorCode = f.fetchTop
 		rt := kmsg.NewOffsetFetchResponseTopic()
 		rt.Topic = "t"
-		for p, o := range f.upstream {
+		for p, o := range f.stored {
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
-			rp.Partition, rp.Offset = p, o
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, o.offset, o.epoch, kmsg.StringPtr(o.metadata)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
+		// A partition the broker has no offset for answers -1; it is no
+		// offset to commit again.
+		none := kmsg.NewOffsetFetchResponseTopicPartition()
+		none.Partition, none.Offset = 99, -1
+		rt.Partitions = append(rt.Partitions, none)
 		resp.Topics = append(resp.Topics, rt)
 		return resp, nil
 	}
-	return nil, nil
+	return nil, errors.New("fakeUpstream: unexpected request")
+}
+
+// commitsSince is how many commits the upstream was sent after the first n.
+func (f *fakeUpstream) commitsSince(n int) []*kmsg.OffsetCommitRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*kmsg.OffsetCommitRequest(nil), f.commits[n:]...)
+}
+
+func (f *fakeUpstream) offsetOf(p int32) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stored[p].offset
 }
 
 func commitOf(group string, offsets map[int32]int64) *kmsg.OffsetCommitRequest {
@@ -57,76 +132,84 @@ func commitOf(group string, offsets map[int32]int64) *kmsg.OffsetCommitRequest {
 	t.Topic = "t"
 	for p, o := range offsets {
 		cp := kmsg.NewOffsetCommitRequestTopicPartition()
-		cp.Partition, cp.Offset = p, o
+		cp.Partition, cp.Offset, cp.LeaderEpoch, cp.Metadata = p, o, int32(p+1), kmsg.StringPtr("m")
 		t.Partitions = append(t.Partitions, cp)
 	}
 	c.Topics = append(c.Topics, t)
 	return c
 }
 
-// committed is what the commits after from say, partition to offset.
-func committed(f *fakeUpstream, from int) map[int32]int64 {
-	out := map[int32]int64{}
-	for _, c := range f.commits[from:] {
-		if c.Generation != -1 || c.MemberID != "" {
-			panic("a kept offset is committed as a member")
-		}
-		for _, t := range c.Topics {
-			for _, p := range t.Partitions {
-				out[p.Partition] = p.Offset
-			}
-		}
-	}
-	return out
-}
-
 func overview(group, state string) []driver.Overview {
 	return []driver.Overview{{Summary: coordinator.Summary{Group: group, State: state}}}
 }
 
+func testKeeper(up driver.Forwarder) *offsetKeeper {
+	return newOffsetKeeper(up, 4*time.Hour, slog.New(slog.DiscardHandler))
+}
+
 // TestOffsetKeeper_KeepsALiveGroupsOffsetsAndLetsAnEmptyOnesGo follows one
-// group: the offsets a live group's members stopped committing are
-// committed again, unchanged and the newest of them, before a quarter of
-// the retention passes; what was committed before the daemon started is
-// read upstream and kept too; a group that turns Empty has everything
-// committed once more, then nothing.
+// group: at every pass while it is live, each offset the upstream holds is
+// committed again exactly as it is held (offset, leader epoch, metadata)
+// and as a group without members; a group that turns Empty has them
+// committed once more, then never; a group the driver no longer holds is
+// forgotten.
 func TestOffsetKeeper_KeepsALiveGroupsOffsetsAndLetsAnEmptyOnesGo(t *testing.T) {
 	ctx := context.Background()
-	up := &fakeUpstream{upstream: map[int32]int64{0: 3, 2: 11}}
-	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	k := newOffsetKeeper(up, 4*time.Hour, slog.New(slog.DiscardHandler))
-	k.now = func() time.Time { return now }
-
-	// A member commits partition 0 twice; the second is the one to keep.
+	up := &fakeUpstream{}
+	k := testKeeper(up)
 	k.Forward(ctx, commitOf("g", map[int32]int64{0: 5, 1: 8}))
-	now = now.Add(time.Minute)
 	k.Forward(ctx, commitOf("g", map[int32]int64{0: 7}))
-	n := len(up.commits)
-	now = now.Add(time.Minute)
-	k.pass(ctx, overview("g", "Stable"))
-	if got := committed(up, n); len(got) != 0 {
-		t.Fatalf("recent offsets committed again: %v", got)
+	up.mu.Lock()
+	up.stored[2] = storedOffset{11, -1, ""} // committed before the gateway
+	want := map[int32]storedOffset{}
+	for p, o := range up.stored {
+		want[p] = o
 	}
-	now = now.Add(k.interval())
-	n = len(up.commits)
-	k.pass(ctx, overview("g", "Stable"))
-	want := map[int32]int64{0: 7, 1: 8, 2: 11} // 2 was read upstream; 0 as upstream had it is older
-	if got := committed(up, n); len(got) != len(want) || got[0] != 7 || got[1] != 8 || got[2] != 11 {
-		t.Fatalf("after an interval: committed again %v, want %v", got, want)
-	}
+	up.mu.Unlock()
 
-	// The group turns Empty: everything once more, then nothing.
-	now = now.Add(time.Minute)
-	n = len(up.commits)
-	k.pass(ctx, overview("g", "Empty"))
-	if got := committed(up, n); len(got) != 3 {
-		t.Fatalf("a group that just turned Empty: committed again %v, want all three once", got)
+	recommitted := func(from int) map[int32]storedOffset {
+		got := map[int32]storedOffset{}
+		for _, c := range up.commitsSince(from) {
+			if c.Generation != -1 || c.MemberID != "" || c.Group != "g" {
+				t.Fatalf("committed again as group %q generation %d member %q", c.Group, c.Generation, c.MemberID)
+			}
+			for _, ct := range c.Topics {
+				for _, p := range ct.Partitions {
+					md := ""
+					if p.Metadata != nil {
+						md = *p.Metadata
+					}
+					if _, dup := got[p.Partition]; dup {
+						t.Fatalf("partition %d committed again twice in one pass", p.Partition)
+					}
+					got[p.Partition] = storedOffset{p.Offset, p.LeaderEpoch, md}
+				}
+			}
+		}
+		return got
+	}
+	same := func(got map[int32]storedOffset) bool {
+		if len(got) != len(want) {
+			return false
+		}
+		for p, o := range want {
+			if got[p] != o {
+				return false
+			}
+		}
+		return true
+	}
+	for _, state := range []string{"Stable", "PreparingRebalance", "Stable", "Empty"} {
+		n := len(up.commitsSince(0))
+		k.pass(ctx, overview("g", state))
+		if got := recommitted(n); !same(got) {
+			t.Fatalf("a pass with the group %s committed again %v, want what the upstream holds, %v", state, got, want)
+		}
 	}
 	for range 3 {
-		now = now.Add(k.interval())
-		n = len(up.commits)
+		n := len(up.commitsSince(0))
 		k.pass(ctx, overview("g", "Empty"))
-		if got := committed(up, n); len(got) != 0 {
+		if got := recommitted(n); len(got) != 0 {
 			t.Fatalf("an Empty group's offsets are still kept: %v", got)
 		}
 	}
@@ -136,92 +219,148 @@ func TestOffsetKeeper_KeepsALiveGroupsOffsetsAndLetsAnEmptyOnesGo(t *testing.T) 
 	}
 }
 
-// TestOffsetKeeper_LeavesAGroupAloneWhileItCommits: with a member's commit
-// in flight, the keeper commits nothing for the group, so it can never put
-// an older offset behind a newer one.
-func TestOffsetKeeper_LeavesAGroupAloneWhileItCommits(t *testing.T) {
-	ctx := context.Background()
-	up := &fakeUpstream{}
-	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	k := newOffsetKeeper(up, 4*time.Hour, slog.New(slog.DiscardHandler))
-	k.now = func() time.Time { return now }
-	k.Forward(ctx, commitOf("g", map[int32]int64{0: 5}))
-	k.pass(ctx, overview("g", "Stable")) // seeds
-	now = now.Add(k.interval())
-	k.mu.Lock()
-	k.groups["g"].inFlight++ // a member's commit on its way
-	k.mu.Unlock()
-	n := len(up.commits)
-	k.pass(ctx, overview("g", "Stable"))
-	if got := committed(up, n); len(got) != 0 {
-		t.Fatalf("committed %v while a member's commit was in flight", got)
-	}
-}
-
-// TestOffsetKeeper_NotesWhatTheBrokerAccepted holds the keeper to the
-// partitions an answer accepted, whether the broker answers in the order
-// it was asked (the walk side by side) or in another (the index).
-func TestOffsetKeeper_NotesWhatTheBrokerAccepted(t *testing.T) {
-	commit := kmsg.NewPtrOffsetCommitRequest()
-	for _, name := range []string{"a", "b"} {
-		ct := kmsg.NewOffsetCommitRequestTopic()
-		ct.Topic = name
-		for p := range int32(3) {
-			cp := kmsg.NewOffsetCommitRequestTopicPartition()
-			cp.Partition, cp.Offset = p, int64(100+p)
-			ct.Partitions = append(ct.Partitions, cp)
+// TestOffsetKeeper_AMembersCommitIsNeverPutBehindAnOlderOffset holds the
+// keeper to its gate from both sides: a member's commit made while the
+// keeper has read the group's offsets waits until the keeper's commit is
+// answered, so the member's offset is the one the upstream ends with; and
+// a refresh reads nothing while a member's commit is on its way, since
+// what it read could be older than what it then commits over.
+func TestOffsetKeeper_AMembersCommitIsNeverPutBehindAnOlderOffset(t *testing.T) {
+	for _, memberFirst := range []bool{false, true} {
+		name := "the keeper first"
+		if memberFirst {
+			name = "the member first"
 		}
-		commit.Topics = append(commit.Topics, ct)
-	}
-	answer := func(reversed bool, refused keptPartition) *kmsg.OffsetCommitResponse {
-		resp := commit.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, ct := range commit.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = ct.Topic
-			for _, cp := range ct.Partitions {
-				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition = cp.Partition
-				if (keptPartition{ct.Topic, cp.Partition}) == refused {
-					rp.ErrorCode = 22 // ILLEGAL_GENERATION
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			up := &fakeUpstream{}
+			k := testKeeper(up)
+			k.Forward(ctx, commitOf("g", map[int32]int64{0: 5}))
+			k.pass(ctx, overview("g", "Stable"))
+			setUp := len(up.spans)
+			member := commitOf("g", map[int32]int64{0: 6})
+
+			held := make(chan struct{})    // closed when the first request is held
+			release := make(chan struct{}) // closed to let it go
+			var once sync.Once
+			hold := func() { once.Do(func() { close(held); <-release }) }
+			if memberFirst { // on its way, not yet carried out
+				up.before = func(req kmsg.Request) {
+					if req == member {
+						hold()
+					}
 				}
-				rt.Partitions = append(rt.Partitions, rp)
+			} else { // the keeper has read the offsets
+				up.after = func(req kmsg.Request) {
+					if _, ok := req.(*kmsg.OffsetFetchRequest); ok {
+						hold()
+					}
+				}
 			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		if reversed {
-			slices.Reverse(resp.Topics)
-			for i := range resp.Topics {
-				slices.Reverse(resp.Topics[i].Partitions)
+			var wg sync.WaitGroup
+			first, second := func() { k.pass(ctx, overview("g", "Stable")) }, func() { k.Forward(ctx, member) }
+			if memberFirst {
+				first, second = second, first
 			}
-		}
-		return resp
+			wg.Add(2)
+			go func() { defer wg.Done(); first() }()
+			<-held
+			go func() { defer wg.Done(); second() }()
+			time.Sleep(50 * time.Millisecond) // the second is at the gate, or, without one, already done
+			close(release)
+			wg.Wait()
+			if got := up.offsetOf(0); got != 6 {
+				t.Fatalf("the upstream ends with offset %d, want the member's 6: an older offset was committed behind it", got)
+			}
+			var commitEnd int
+			for _, sp := range up.spans[setUp:] {
+				switch {
+				case sp.req == member:
+					commitEnd = sp.end
+				default:
+					if _, ok := sp.req.(*kmsg.OffsetFetchRequest); ok && memberFirst && (commitEnd == 0 || sp.start < commitEnd) {
+						t.Fatalf("the keeper read the group's offsets (at %d) while a member's commit was on its way", sp.start)
+					}
+				}
+			}
+		})
 	}
-	refused := keptPartition{"b", 1}
-	for _, reversed := range []bool{false, true} {
-		k := &offsetKeeper{}
-		g := &keptGroup{topics: map[string][]keptOffset{}}
-		k.noteLocked(g, commit, answer(reversed, refused), time.Now())
-		if n := g.kept(); n != 5 {
-			t.Errorf("reversed %v: kept %d partitions, want the 5 accepted", reversed, n)
+}
+
+// TestOffsetKeeper_ABusyGroupIsStillKept: a group some member commits for
+// all the time still has the offsets nobody commits any more committed
+// again at every pass. A keeper that waited for a quiet moment would let
+// them expire.
+func TestOffsetKeeper_ABusyGroupIsStillKept(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	up := &fakeUpstream{before: func(kmsg.Request) { time.Sleep(time.Millisecond) }}
+	k := testKeeper(up)
+	k.Forward(ctx, commitOf("g", map[int32]int64{1: 40})) // partition 1's owner then goes quiet
+	var wg sync.WaitGroup
+	for m := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := int64(0); ctx.Err() == nil; o++ {
+				k.Forward(ctx, commitOf("g", map[int32]int64{0: o*4 + int64(m)}))
+			}
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	for pass := range 5 {
+		n := len(up.commitsSince(0))
+		done := make(chan struct{})
+		go func() { k.pass(ctx, overview("g", "Stable")); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("pass %d: still waiting after 5s beside a busy group", pass)
 		}
-		if g.has(refused.topic, refused.partition) {
-			t.Errorf("reversed %v: kept the refused partition %v", reversed, refused)
+		kept := false
+		for _, c := range up.commitsSince(n) {
+			for _, ct := range c.Topics {
+				for _, p := range ct.Partitions {
+					kept = kept || p.Partition == 1 && p.Offset == 40
+				}
+			}
 		}
-		if o := g.topics["a"][2]; o.offset != 102 {
-			t.Errorf("reversed %v: a/2 kept at %d, want 102", reversed, o.offset)
+		if !kept {
+			t.Fatalf("pass %d: partition 1 was not committed again beside a busy group", pass)
 		}
 	}
 }
 
-// kept counts the partitions with an offset kept.
-func (g *keptGroup) kept() int {
-	n := 0
-	for _, offs := range g.topics {
-		for _, o := range offs {
-			if o.at != 0 {
-				n++
+// TestOffsetKeeper_AFailedReadCommitsNothing: when the upstream cannot
+// tell the group's offsets, the keeper commits nothing for it, and tries
+// again at the next pass.
+func TestOffsetKeeper_AFailedReadCommitsNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		set  func(*fakeUpstream)
+	}{
+		{"the request fails", func(f *fakeUpstream) { f.fetchErr = errors.New("connection refused") }},
+		{"the group's error code", func(f *fakeUpstream) { f.fetchTop = kerr.CoordinatorLoadInProgress.Code }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := &fakeUpstream{}
+			k := testKeeper(up)
+			k.Forward(ctx, commitOf("g", map[int32]int64{0: 5}))
+			up.mu.Lock()
+			tc.set(up)
+			up.mu.Unlock()
+			n := len(up.commitsSince(0))
+			k.pass(ctx, overview("g", "Stable"))
+			if got := up.commitsSince(n); len(got) != 0 {
+				t.Fatalf("committed %d times after a failed read", len(got))
 			}
-		}
+			up.mu.Lock()
+			up.fetchErr, up.fetchTop = nil, 0
+			up.mu.Unlock()
+			k.pass(ctx, overview("g", "Stable"))
+			if got := up.commitsSince(n); len(got) != 1 {
+				t.Fatalf("the next pass committed %d times, want 1", len(got))
+			}
+		})
 	}
-	return n
 }
