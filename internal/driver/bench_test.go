@@ -138,43 +138,83 @@ func stableGroup(tb testing.TB, d *driver.Driver, group string, n int) []*rawMem
 	return nil
 }
 
-// BenchmarkDriver_Heartbeat is one Heartbeat of a stable group through the
-// driver's loop and the coordinator, from many goroutines at once, as
-// connections send them.
-func BenchmarkDriver_Heartbeat(b *testing.B) {
-	for _, size := range []int{10, 1000} {
-		b.Run(fmt.Sprintf("members=%d", size), func(b *testing.B) {
-			d, err := driver.Start(driver.Config{
-				Coordinator: coordinator.Config{Default: coordinator.GroupConfig{InitialRebalanceDelay: 200 * time.Millisecond}, Served: coordinator.ServedProtocols{"range": "range"}},
-				Plugins:     nativeRange{},
-				Forwarder:   acceptAll{},
-				Logger:      testLogger(),
-			})
-			if err != nil {
-				b.Fatal(err)
+// commit sends one OffsetCommit of the member's assignment and returns
+// the first error code in its answer.
+func (m *rawMember) commit(ctx context.Context, d *driver.Driver, group string, a kmsg.ConsumerMemberAssignment) (int16, error) {
+	c := kmsg.NewPtrOffsetCommitRequest()
+	c.SetVersion(7)
+	c.Group, c.MemberID, c.Generation = group, m.id, m.generation
+	for _, t := range a.Topics {
+		ct := kmsg.NewOffsetCommitRequestTopic()
+		ct.Topic = t.Topic
+		for _, p := range t.Partitions {
+			cp := kmsg.NewOffsetCommitRequestTopicPartition()
+			cp.Partition, cp.Offset = p, 42
+			ct.Partitions = append(ct.Partitions, cp)
+		}
+		c.Topics = append(c.Topics, ct)
+	}
+	resp, err := d.Handle(ctx, m.client, c)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range resp.(*kmsg.OffsetCommitResponse).Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return p.ErrorCode, nil
 			}
-			defer d.Close()
-			if err := d.SetMetadata(metadataOf(64), nil); err != nil {
-				b.Fatal(err)
-			}
-			ms := stableGroup(b, d, group, size)
-			ctx := context.Background()
-			var next sync.Mutex
-			i := 0
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					next.Lock()
-					m := ms[i%len(ms)]
-					i++
-					next.Unlock()
-					if code, err := m.heartbeat(ctx, d, group); err != nil || code != 0 {
-						b.Errorf("heartbeat: %v, code %d", err, code)
-						return
-					}
+		}
+	}
+	return 0, nil
+}
+
+// BenchmarkDriver_Request is one Heartbeat, or one OffsetCommit forwarded
+// upstream, of a stable group through the driver's loop and the
+// coordinator, from many goroutines at once, as connections send them.
+func BenchmarkDriver_Request(b *testing.B) {
+	for _, api := range []string{"Heartbeat", "OffsetCommit"} {
+		for _, size := range []int{10, 1000} {
+			b.Run(fmt.Sprintf("%s/members=%d", api, size), func(b *testing.B) {
+				d, err := driver.Start(driver.Config{
+					Coordinator: coordinator.Config{Default: coordinator.GroupConfig{InitialRebalanceDelay: 200 * time.Millisecond}, Served: coordinator.ServedProtocols{"range": "range"}},
+					Plugins:     nativeRange{},
+					Forwarder:   acceptAll{},
+					Logger:      testLogger(),
+				})
+				if err != nil {
+					b.Fatal(err)
 				}
+				defer d.Close()
+				if err := d.SetMetadata(metadataOf(64), nil); err != nil {
+					b.Fatal(err)
+				}
+				ms := stableGroup(b, d, group, size)
+				ctx := context.Background()
+				assigned := kmsg.ConsumerMemberAssignment{Topics: []kmsg.ConsumerMemberAssignmentTopic{{Topic: topic, Partitions: []int32{0}}}}
+				var next sync.Mutex
+				i := 0
+				b.ReportAllocs()
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						next.Lock()
+						m := ms[i%len(ms)]
+						i++
+						next.Unlock()
+						var code int16
+						var err error
+						if api == "Heartbeat" {
+							code, err = m.heartbeat(ctx, d, group)
+						} else {
+							code, err = m.commit(ctx, d, group, assigned)
+						}
+						if err != nil || code != 0 {
+							b.Errorf("%s: %v, code %d", api, err, code)
+							return
+						}
+					}
+				})
 			})
-		})
+		}
 	}
 }

@@ -551,8 +551,13 @@ func (d *Driver) arm(at time.Time) {
 }
 
 // forward sends a checked request upstream off the loop and answers the
-// client with the merged response.
+// client with the merged response. The answer goes straight to the waiting
+// caller, not back through the loop: the loop has nothing more to do for a
+// forwarded request, and under load a pass through it is a wait behind
+// every request queued there.
 func (d *Driver) forward(f coordinator.Forward) {
+	ch, waited := d.waiting[f.ID]
+	delete(d.waiting, f.ID)
 	d.bg.Add(1)
 	go func() {
 		defer d.bg.Done()
@@ -568,7 +573,9 @@ func (d *Driver) forward(f coordinator.Forward) {
 			each(d.cfg.Hooks, func(h HookUpstreamError) { h.OnUpstreamError("forward") })
 			d.log.Warn("upstream forward failed", "api", kmsg.NameForKey(f.Request.Key()), "err", err)
 		}
-		d.do(func() { d.reply(f.ID, r) })
+		if waited {
+			ch <- r // buffered, and sent to once
+		}
 	}()
 }
 
