@@ -159,6 +159,12 @@ func TestServe_AnnouncesTheEmbeddedBrokers(t *testing.T) {
 		slices.Sort(addrs)
 		return addrs
 	}
+	// The daemon's own client (metadata, coordinator lookups, forwarded
+	// commits) is in memory too: before any direct client, no connection
+	// came over TCP.
+	if tcp := embeddedConnections(t, d.admin, "tcp"); tcp != 0 {
+		t.Errorf("the embedded brokers accepted %v TCP connections before any direct client: the daemon's own client dialled them over loopback", tcp)
+	}
 	direct := brokers(d.embedded)
 	memoryBefore := embeddedConnections(t, d.admin, "memory")
 	gateway := brokers([]string{d.bootstrap})

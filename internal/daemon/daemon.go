@@ -132,7 +132,11 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	if err != nil {
 		return d, &ConfigError{err}
 	}
-	if d.client, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, popts.ClientOpts...)...); err != nil {
+	clientOpts := append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, popts.ClientOpts...)
+	if d.cluster != nil {
+		clientOpts = append(clientOpts, d.cluster.InMemory())
+	}
+	if d.client, err = kgo.NewClient(clientOpts...); err != nil {
 		return d, fmt.Errorf("upstream client: %w", err)
 	}
 	// Bind the listeners before the slow part of start-up (loading
@@ -402,15 +406,15 @@ func (d *Daemon) rebalanceOnReload(assignors []string) {
 }
 
 // registerEmbeddedConnections exports the connections the embedded brokers
-// accepted, by transport: the gateway's should all be in memory, and a
-// count under tcp beyond the daemon's own client and direct clients means
-// the proxy fell back to loopback.
+// accepted, by transport: the gateway's, its proxy's and its own client's,
+// should all be in memory, and a count under tcp beyond direct clients
+// means one of them fell back to loopback.
 func registerEmbeddedConnections(reg prometheus.Registerer, c *embedded.Cluster) {
 	for _, transport := range []string{"memory", "tcp"} {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace:   "wasmassign",
 			Name:        "embedded_connections_total",
-			Help:        "Connections the embedded brokers accepted, by transport: memory (the gateway's) or tcp (direct clients and the daemon's own).",
+			Help:        "Connections the embedded brokers accepted, by transport: memory (the gateway's) or tcp (direct clients).",
 			ConstLabels: prometheus.Labels{"transport": transport},
 		}, func() float64 {
 			memory, tcp := c.Accepted()

@@ -80,7 +80,7 @@ func (c *Cluster) createTopics(ctx context.Context, topics []config.TopicSpec) e
 		rt.ReplicationFactor = t.Replication
 		req.Topics = append(req.Topics, rt)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs...), c.InMemory())
 	if err != nil {
 		return fmt.Errorf("embedded cluster: %w", err)
 	}
