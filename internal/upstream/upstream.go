@@ -138,6 +138,14 @@ func (u *Client) Forget(group string) {
 
 // CoordinatorOf returns the node id of group's upstream coordinator.
 func (u *Client) CoordinatorOf(ctx context.Context, group string) (int32, error) {
+	// Every forwarded commit asks: a remembered coordinator is answered
+	// without the batch's bookkeeping.
+	u.mu.Lock()
+	c, ok := u.known[group]
+	u.mu.Unlock()
+	if ok && time.Since(c.at) < u.ttl {
+		return c.node, nil
+	}
 	nodes, err := u.CoordinatorsOf(ctx, []string{group})
 	if node, ok := nodes[group]; ok {
 		return node, nil
