@@ -148,6 +148,9 @@ type group struct {
 	generation   int32
 	protocolType string
 	protocol     string
+	// lastMetadata is, per protocol, the metadata a member last joined
+	// with, for keepMetadata to share.
+	lastMetadata map[string][]byte
 	leader       string
 	serverSide   bool
 
@@ -457,6 +460,24 @@ func (g *group) tally(m *member, delta int) {
 // candidates change only with the counts of the names m stops or starts
 // offering: one every member offered loses m's offer, or one becomes
 // offered by every member.
+// keepMetadata returns what a member keeps of a protocol's metadata: a copy
+// that holds none of the rest of its request, which the member would
+// otherwise keep alive whole, and the same copy as the last member that
+// sent the same bytes. The members of a group mostly join with the same
+// subscription, so a group of thousands keeps it a few times, not once
+// per member; the bytes are never written to.
+func (g *group) keepMetadata(protocol string, b []byte) []byte {
+	if last, ok := g.lastMetadata[protocol]; ok && bytes.Equal(last, b) {
+		return last
+	}
+	kept := bytes.Clone(b)
+	if g.lastMetadata == nil {
+		g.lastMetadata = make(map[string][]byte)
+	}
+	g.lastMetadata[protocol] = kept
+	return kept
+}
+
 func (g *group) setMemberProtocols(m *member, ps []kmsg.JoinGroupRequestProtocol) {
 	if g.members[m.id] != m {
 		m.protocols = ps

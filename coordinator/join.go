@@ -245,7 +245,11 @@ func (c *Coordinator) setProtocols(g *group, m *member, r *kmsg.JoinGroupRequest
 		m.rebalance = ms(r.RebalanceTimeoutMillis)
 	}
 	m.protocolType = r.ProtocolType
-	g.setMemberProtocols(m, append([]kmsg.JoinGroupRequestProtocol(nil), r.Protocols...))
+	ps := make([]kmsg.JoinGroupRequestProtocol, len(r.Protocols))
+	for i, p := range r.Protocols {
+		ps[i] = kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: g.keepMetadata(p.Name, p.Metadata)}
+	}
+	g.setMemberProtocols(m, ps)
 	m.subs = make(map[string]*subscription)
 	for _, p := range m.protocols {
 		if !c.served(r.ProtocolType, p.Name) {

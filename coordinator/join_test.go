@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -317,5 +318,66 @@ func TestJoin_OldVersionsJoinWithoutMemberIDRequired(t *testing.T) {
 	}
 	if r := resp.(*kmsg.JoinGroupResponse); r.ErrorCode != 0 || !strings.HasPrefix(r.MemberID, "old-") || r.Generation != 1 {
 		t.Fatalf("v3 join: %v member %q gen %d", kerr.ErrorForCode(r.ErrorCode), r.MemberID, r.Generation)
+	}
+}
+
+// TestJoin_AMemberKeepsItsMetadataNotItsRequest: a member keeps a copy of
+// its protocol metadata that holds nothing else of the request it came in
+// (the proxy's frame, here a large buffer later overwritten), and members
+// that joined with the same bytes share one copy.
+func TestJoin_AMemberKeepsItsMetadataNotItsRequest(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+	h.autoJobs = false
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	want := rangeProto("t").meta
+	var frames [][]byte
+	inFrame := func() proto {
+		frame := make([]byte, 64<<10)
+		n := copy(frame[100:], want)
+		frames = append(frames, frame)
+		return proto{"range", frame[100 : 100+n]}
+	}
+	// Straight to the coordinator, as the driver hands it what the proxy
+	// decoded: the harness would encode and decode it again.
+	var next RequestID = 1 << 20
+	handle := func(c string, r *kmsg.JoinGroupRequest) RequestID {
+		next++
+		h.absorb(h.c.Handle(h.now, next, Client{ID: c}, r))
+		return next
+	}
+	var ids []string
+	for _, c := range []string{"a", "b", "c"} {
+		resp, ok := h.take(handle(c, joinReq(9, "g", "", "", inFrame())))
+		if !ok {
+			t.Fatal("no answer to a first JoinGroup")
+		}
+		id := resp.(*kmsg.JoinGroupResponse).MemberID
+		handle(c, joinReq(9, "g", id, "", inFrame()))
+		ids = append(ids, id)
+	}
+	for _, f := range frames {
+		for i := range f {
+			f[i] = 0xff
+		}
+	}
+	g := h.c.groups["g"]
+	var first []byte
+	for _, id := range ids {
+		m := g.members[id]
+		if m == nil || len(m.protocols) != 1 {
+			t.Fatalf("member %s: %+v", id, m)
+		}
+		kept := m.protocols[0].Metadata
+		if !bytes.Equal(kept, want) {
+			t.Fatalf("member %s keeps metadata %x, want %x: it shares its request's buffer", id, kept, want)
+		}
+		if cap(kept) > 2*len(want) {
+			t.Errorf("member %s keeps %d bytes for %d of metadata", id, cap(kept), len(want))
+		}
+		if first == nil {
+			first = kept
+		} else if &first[0] != &kept[0] {
+			t.Errorf("member %s keeps its own copy of metadata another member sent the same", id)
+		}
 	}
 }
