@@ -219,6 +219,10 @@ func (w *worker) load(ctx context.Context, m wire.Load) error {
 		return fail(&Error{Plugin: m.Name, Kind: ErrABIMismatch,
 			Detail: fmt.Sprintf("the description has %d bytes, a worker passes at most %d", len(desc), wire.MaxFrame/2)})
 	}
+	// Compiling leaves tens of megabytes of the compiler's garbage behind,
+	// which the runtime would otherwise hand back to the system only
+	// minutes later, if ever; a warm worker idles for far longer than that.
+	debug.FreeOSMemory()
 	loaded := wire.Loaded{
 		ABIVersion:    mod.info.ABIVersion,
 		Description:   desc,
