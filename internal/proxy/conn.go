@@ -718,7 +718,7 @@ func (c *conn) handle(fr []byte) error {
 		owned := bytes.Clone(fr)
 		req := kmsg.RequestForKey(key)
 		req.SetVersion(version)
-		if err := req.ReadFrom(owned[len(fr)-len(body):]); err != nil {
+		if err := decodeRequest(req, owned[len(fr)-len(body):]); err != nil {
 			return fmt.Errorf("decode %s v%d request: %w", kmsg.NameForKey(key), version, err)
 		}
 		if err := c.enqueue(s); err != nil {

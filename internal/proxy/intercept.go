@@ -37,7 +37,10 @@ type Request struct {
 	// CorrelationID is the header's correlation id.
 	CorrelationID int32
 	// Req is the decoded body, at the version the client used. It does not
-	// alias the proxy's buffers, so the interceptor may keep it.
+	// alias the proxy's buffers, so the interceptor may keep it. Its bytes
+	// fields, and the strings of the requests in aliasedStrings, share one
+	// copy of the request's frame, made for it alone: a string kept from
+	// one of those keeps the whole frame.
 	Req kmsg.Request
 }
 
@@ -81,4 +84,27 @@ type Interceptor interface {
 	Intercepts(key int16) bool
 	// Intercept decides what to do with req.
 	Intercept(ctx context.Context, req Request) (Decision, error)
+}
+
+// aliasedStrings says which requests are decoded with their strings
+// pointing into the request's own copy of its frame rather than copied:
+// Heartbeat and OffsetCommit, which every member sends all the time and
+// whose strings (group and member ids, a commit's topic names) an
+// interceptor looks up or forwards but has no reason to keep. Copied, they
+// are an allocation per string: a hundred for a commit of a hundred topics.
+func aliasedStrings(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.Heartbeat, kmsg.OffsetCommit:
+		return true
+	}
+	return false
+}
+
+// decodeRequest decodes body into req, which has its version set; body is
+// the request's own copy, never written to afterwards.
+func decodeRequest(req kmsg.Request, body []byte) error {
+	if u, ok := req.(interface{ UnsafeReadFrom([]byte) error }); ok && aliasedStrings(req.Key()) {
+		return u.UnsafeReadFrom(body)
+	}
+	return req.ReadFrom(body)
 }
