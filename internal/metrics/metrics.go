@@ -43,6 +43,7 @@ type Metrics struct {
 	fallbacks          *prometheus.CounterVec
 	proxyRequests      *prometheus.CounterVec
 	proxyLatency       *prometheus.HistogramVec
+	proxied            sync.Map // proxiedKey -> *proxiedSeries
 	upstreamErrors     *prometheus.CounterVec
 	topicErrors        *prometheus.CounterVec
 	assignTimeouts     prometheus.Counter
@@ -323,8 +324,30 @@ func (m *Metrics) ProxiedRequest(api string, local bool, d time.Duration) {
 	if local {
 		answered = "local"
 	}
-	m.proxyRequests.WithLabelValues(api, answered).Inc()
-	m.proxyLatency.WithLabelValues(api).Observe(d.Seconds())
+	k := proxiedKey{api, local}
+	v, ok := m.proxied.Load(k)
+	if !ok {
+		v, _ = m.proxied.LoadOrStore(k, &proxiedSeries{
+			requests: m.proxyRequests.WithLabelValues(api, answered),
+			latency:  m.proxyLatency.WithLabelValues(api),
+		})
+	}
+	ps := v.(*proxiedSeries)
+	ps.requests.Inc()
+	ps.latency.Observe(d.Seconds())
+}
+
+// proxiedKey and proxiedSeries keep ProxiedRequest's series once looked
+// up: it runs for every client request, and a label lookup validates and
+// hashes its values each time.
+type proxiedKey struct {
+	api   string
+	local bool
+}
+
+type proxiedSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 // UpstreamError records a failure talking to the upstream.
