@@ -118,6 +118,13 @@ type Upstream struct {
 	// up yet; it is looked up at once. 0 assigns at once, and a second
 	// rebalance follows when the metadata arrives.
 	MetadataWait time.Duration
+	// ForwardConnections is how many connections to each upstream broker
+	// carry the requests the gateway forwards for managed groups (offset
+	// commits above all). A Kafka broker handles one request of a
+	// connection at a time, so with one, every group's commits queue
+	// behind each other's; a group's requests keep to one of them, in
+	// order. The embedded cluster always uses one.
+	ForwardConnections int
 	// OffsetsRetention is the upstream's offsets.retention.minutes. The
 	// gateway commits a managed group's offsets upstream as a group without
 	// members, whose offsets the broker expires that long after each
@@ -343,6 +350,7 @@ type file struct {
 		MetadataRefresh *string  `toml:"metadata_refresh"`
 		MetadataWait    *string  `toml:"metadata_wait"`
 		Retention       *string  `toml:"offsets_retention"`
+		ForwardConns    *int     `toml:"forward_connections"`
 		TLSCA           string   `toml:"tls_ca"`
 		SASLMechanism   string   `toml:"sasl_mechanism"`
 		SASLUser        string   `toml:"sasl_user"`
@@ -505,6 +513,13 @@ func (c *Config) upstream(f *file, dir string) error {
 	}
 	if u.MetadataWait < 0 {
 		return c.errorf("upstream.metadata_wait", "%v is negative", u.MetadataWait)
+	}
+	u.ForwardConnections = 4
+	if n := f.Upstream.ForwardConns; n != nil {
+		if *n < 1 || *n > 64 {
+			return c.errorf("upstream.forward_connections", "%d is outside 1-64", *n)
+		}
+		u.ForwardConnections = *n
 	}
 	// Kafka's offsets.retention.minutes defaults to 7 days.
 	if u.OffsetsRetention, err = c.duration("upstream.offsets_retention", f.Upstream.Retention, 7*24*time.Hour); err != nil {

@@ -127,6 +127,8 @@ func TestParse_BadInputNamesFileAndKey(t *testing.T) {
 		{"zero timeout", "[plugins]\ntimeout = \"0s\"", "plugins.timeout", "positive"},
 		{"assignment timeout under the plugin timeout", "[plugins]\ntimeout = \"5s\"\nassignment_timeout = \"3s\"", "plugins.assignment_timeout", "shorter than plugins.timeout"},
 		{"offsets retention too short", "[upstream]\noffsets_retention = \"30s\"", "upstream.offsets_retention", "minimum"},
+		{"no forward connections", "[upstream]\nforward_connections = 0", "upstream.forward_connections", "outside 1-64"},
+		{"too many forward connections", "[upstream]\nforward_connections = 65", "upstream.forward_connections", "outside 1-64"},
 		{"memory too big", "[plugins]\nmemory_limit_mb = 8192", "plugins.memory_limit_mb", "out of range"},
 		{"bad compile timeout", "[plugins]\ncompile_timeout = \"soon\"", "plugins.compile_timeout", "duration"},
 		{"zero compile timeout", "[plugins]\ncompile_timeout = \"0s\"", "plugins.compile_timeout", "positive"},

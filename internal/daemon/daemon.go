@@ -60,11 +60,14 @@ type Daemon struct {
 	host     *wasmruntime.Host
 	registry *wasmruntime.Registry
 	client   *kgo.Client
-	driver   *driver.Driver
-	proxy    *proxy.Proxy
-	adminLn  net.Listener
-	cancel   context.CancelFunc
-	done     chan struct{}
+	// forwarders are the further clients forwarded requests are spread
+	// over ([upstream] forward_connections).
+	forwarders []*kgo.Client
+	driver     *driver.Driver
+	proxy      *proxy.Proxy
+	adminLn    net.Listener
+	cancel     context.CancelFunc
+	done       chan struct{}
 	// refresh asks the metadata watcher for an update now.
 	refresh chan struct{}
 	// reloader keeps [plugins] dir in service; nil without a directory.
@@ -188,6 +191,18 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 
 	plugins := pluginSet{d.registry}
 	up := upstream.New(d.client, 0)
+	if d.cluster == nil {
+		// The embedded cluster serves all its connections on one loop:
+		// more of them would only cost.
+		for range cfg.Upstream.ForwardConnections - 1 {
+			cl, err := kgo.NewClient(clientOpts...)
+			if err != nil {
+				return d, fmt.Errorf("upstream client: %w", err)
+			}
+			d.forwarders = append(d.forwarders, cl)
+		}
+		up.WithForwarders(d.forwarders...)
+	}
 	d.offsets = newOffsetKeeper(up, cfg.Upstream.OffsetsRetention, log)
 	var seed [8]byte
 	rand.Read(seed[:])
@@ -349,6 +364,9 @@ func (d *Daemon) Close(ctx context.Context) error {
 	}
 	if d.client != nil {
 		d.client.Close()
+	}
+	for _, cl := range d.forwarders {
+		cl.Close()
 	}
 	if d.host != nil {
 		errs = append(errs, d.host.Close(ctx))

@@ -22,15 +22,7 @@ func TestGroups_OffsetsAloneAreListedAndDescribedEmpty(t *testing.T) {
 	cl := adminClient(t, []string{d.bootstrap})
 
 	const group = "offsets-only"
-	commit := kmsg.NewPtrOffsetCommitRequest()
-	commit.Group, commit.Generation = group, -1
-	ct := kmsg.NewOffsetCommitRequestTopic()
-	ct.Topic = "events"
-	cp := kmsg.NewOffsetCommitRequestTopicPartition()
-	cp.Partition, cp.Offset = 0, 7
-	ct.Partitions = append(ct.Partitions, cp)
-	commit.Topics = append(commit.Topics, ct)
-	commit.SetVersion(7) // topics by name, as librdkafka and kafkajs commit
+	commit := testutil.SimpleCommit(7, group, "events", 0, 7) // topics by name, as librdkafka and kafkajs commit
 	raw, err := cl.Request(ctx, upPinned{commit})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -29,6 +30,12 @@ import (
 type Client struct {
 	cl  *kgo.Client
 	ttl time.Duration
+	// forwarders carry Forward's single-group requests: cl and the clients
+	// of WithForwarders. A Kafka broker handles one request of a
+	// connection at a time, and a kgo client has one connection for them
+	// per broker, so one client would queue every group's commits behind
+	// each other's.
+	forwarders []*kgo.Client
 
 	mu      sync.Mutex
 	known   map[string]cachedNode
@@ -47,7 +54,25 @@ func New(cl *kgo.Client, ttl time.Duration) *Client {
 	if ttl <= 0 {
 		ttl = 30 * time.Second
 	}
-	return &Client{cl: cl, ttl: ttl, known: make(map[string]cachedNode), lookups: make(map[string]*lookup)}
+	return &Client{cl: cl, ttl: ttl, forwarders: []*kgo.Client{cl}, known: make(map[string]cachedNode), lookups: make(map[string]*lookup)}
+}
+
+// WithForwarders adds clients of the same cluster that Forward spreads
+// groups over, each group's requests on one of them (by a hash of its id),
+// so that they stay in order. The caller closes them.
+func (u *Client) WithForwarders(extra ...*kgo.Client) *Client {
+	u.forwarders = append(u.forwarders, extra...)
+	return u
+}
+
+// forwarderOf is the client that carries group's requests.
+func (u *Client) forwarderOf(group string) *kgo.Client {
+	if len(u.forwarders) == 1 {
+		return u.forwarders[0]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(group))
+	return u.forwarders[h.Sum32()%uint32(len(u.forwarders))]
 }
 
 // Forward sends req to the upstream broker kgo routes it to: the group
@@ -67,7 +92,7 @@ func (u *Client) Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		if err != nil {
 			return nil, err
 		}
-		resp, err := u.cl.Broker(int(node)).Request(ctx, pinned{req})
+		resp, err := u.forwarderOf(group).Broker(int(node)).Request(ctx, pinned{req})
 		if err != nil {
 			return nil, fmt.Errorf("%s to coordinator %d of %s: %w", kmsg.NameForKey(req.Key()), node, group, err)
 		}

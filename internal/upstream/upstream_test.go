@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/internal/testutil"
 )
 
 // TestClient_ForwardKeepsTheClientsVersion forwards commits at the
@@ -35,15 +36,7 @@ func TestClient_ForwardKeepsTheClientsVersion(t *testing.T) {
 	defer cancel()
 	for _, version := range []int16{2, 5, 7, 8, 9} {
 		group := "g" + string(rune('a'+version))
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.Version, req.Group, req.Generation = version, group, -1
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = "t"
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset = 1, 42+int64(version)
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := up.Forward(ctx, req)
+		resp, err := up.Forward(ctx, testutil.SimpleCommit(version, group, "t", 1, 42+int64(version)))
 		if err != nil {
 			t.Fatalf("v%d: %v", version, err)
 		}
@@ -275,5 +268,59 @@ func TestClient_ALookupCutShortIsAskedAgainForTheOthers(t *testing.T) {
 	}
 	if n := lookups.Load(); n != 2 {
 		t.Errorf("%d FindCoordinator requests, want 2: the cut-short one and the retry", n)
+	}
+}
+
+// TestClient_ForwardersSpreadGroupsOverConnections holds one group's commit
+// at the broker, which answers a connection's requests one at a time, and
+// requires another group's commit to be answered meanwhile: with the
+// forwarders, the two groups go over different connections.
+func TestClient_ForwardersSpreadGroupsOverConnections(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, up := upstreamOn(t, c)
+	for range 3 {
+		extra, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(extra.Close)
+		up.WithForwarders(extra)
+	}
+	held, free := "held", ""
+	for i := 0; free == ""; i++ {
+		if g := fmt.Sprintf("free-%d", i); up.forwarderOf(g) != up.forwarderOf(held) {
+			free = g
+		}
+	}
+	arrived, release := make(chan struct{}), make(chan struct{})
+	c.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if req.(*kmsg.OffsetCommitRequest).Group == held {
+			close(arrived)
+			c.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	commit := func(ctx context.Context, group string) error {
+		_, err := up.Forward(ctx, testutil.SimpleCommit(7, group, "t", 0, 1))
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	heldDone := make(chan error, 1)
+	go func() { heldDone <- commit(ctx, held) }()
+	<-arrived
+	quick, stop := context.WithTimeout(ctx, 3*time.Second)
+	defer stop()
+	if err := commit(quick, free); err != nil {
+		t.Errorf("group %s's commit while group %s's is held at the broker: %v", free, held, err)
+	}
+	close(release)
+	if err := <-heldDone; err != nil {
+		t.Fatalf("the held commit: %v", err)
 	}
 }
