@@ -48,6 +48,20 @@ type Config struct {
 	// Racks are the ordered rules that give a rack to clients that send
 	// none.
 	Racks []coordinator.RackRule
+	// Cluster names the gateway cluster this gateway belongs to.
+	Cluster Cluster
+}
+
+// Cluster configures a gateway as one of several that share the managed
+// groups of one upstream.
+type Cluster struct {
+	// Name is the cluster's: gateways with the same name in front of the
+	// same upstream share its managed groups. Empty runs this gateway
+	// alone.
+	Name string
+	// ID is this gateway's stable identity in the cluster; it defaults to
+	// the advertised host and the listen port.
+	ID string
 }
 
 // Server configures the gateway's own listeners.
@@ -345,6 +359,10 @@ type file struct {
 		MetricsCap     *int           `toml:"metrics_group_cap"`
 		Shutdown       *string        `toml:"shutdown_timeout"`
 	} `toml:"server"`
+	Cluster struct {
+		Name string `toml:"name"`
+		ID   string `toml:"id"`
+	} `toml:"cluster"`
 	Upstream struct {
 		Brokers         []string `toml:"brokers"`
 		MetadataRefresh *string  `toml:"metadata_refresh"`
@@ -411,7 +429,7 @@ func Parse(data []byte, source, dir string) (*Config, error) {
 	if keys := md.Undecoded(); len(keys) > 0 {
 		return nil, fmt.Errorf("%s: %s: %w: unknown key (a typo, or a key this version does not have)", source, keys[0], ErrInvalid)
 	}
-	steps := []func(*file, string) error{c.server, c.upstream, c.plugins, c.log, c.groups, c.racks}
+	steps := []func(*file, string) error{c.server, c.upstream, c.cluster, c.plugins, c.log, c.groups, c.racks}
 	for _, step := range steps {
 		if err := step(&f, dir); err != nil {
 			return nil, err
@@ -576,6 +594,43 @@ func (c *Config) upstream(f *file, dir string) error {
 		}
 	}
 	return nil
+}
+
+// cluster checks [cluster]. A name shares the upstream's managed groups
+// with the gateways of the same name, which an embedded cluster, living
+// inside one gateway, cannot be; and until this version can share them
+// safely it refuses a name rather than let two gateways serve one group.
+func (c *Config) cluster(f *file, _ string) error {
+	cl := &c.Cluster
+	cl.Name, cl.ID = f.Cluster.Name, f.Cluster.ID
+	if cl.ID == "" {
+		_, port, _ := net.SplitHostPort(c.Server.Listen)
+		cl.ID = net.JoinHostPort(c.Server.AdvertisedHost, port)
+	}
+	if !validClusterName(cl.Name) {
+		return c.errorf("cluster.name", "%q: use at most 200 of the letters, digits, '.', '_' and '-' (it names Kafka topics and groups)", cl.Name)
+	}
+	if cl.Name == "" {
+		return nil
+	}
+	if c.Upstream.IsEmbedded() {
+		return c.errorf("cluster.name", "the embedded cluster lives inside one gateway and cannot be shared; set [upstream] brokers to share a Kafka cluster")
+	}
+	return c.errorf("cluster.name", "gateway clusters are not available in this version: run one gateway per upstream, without a name")
+}
+
+// validClusterName reports whether name may name the cluster's Kafka topic
+// and group: Kafka's topic characters, with room for a prefix and suffix.
+func validClusterName(name string) bool {
+	if len(name) > 200 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Config) plugins(f *file, dir string) error {

@@ -127,6 +127,9 @@ func TestParse_BadInputNamesFileAndKey(t *testing.T) {
 		{"zero timeout", "[plugins]\ntimeout = \"0s\"", "plugins.timeout", "positive"},
 		{"assignment timeout under the plugin timeout", "[plugins]\ntimeout = \"5s\"\nassignment_timeout = \"3s\"", "plugins.assignment_timeout", "shorter than plugins.timeout"},
 		{"offsets retention too short", "[upstream]\noffsets_retention = \"30s\"", "upstream.offsets_retention", "minimum"},
+		{"a cluster on the embedded cluster", "[cluster]\nname = \"prod\"", "cluster.name", "embedded cluster lives inside one gateway"},
+		{"a cluster before this version has them", "[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nname = \"prod\"", "cluster.name", "not available in this version"},
+		{"a cluster name no topic can carry", "[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nname = \"prod/eu\"", "cluster.name", "letters, digits"},
 		{"no forward connections", "[upstream]\nforward_connections = 0", "upstream.forward_connections", "outside 1-64"},
 		{"too many forward connections", "[upstream]\nforward_connections = 65", "upstream.forward_connections", "outside 1-64"},
 		{"memory too big", "[plugins]\nmemory_limit_mb = 8192", "plugins.memory_limit_mb", "out of range"},
@@ -262,6 +265,24 @@ func TestGlobMatch_AgreesWithRegexpTranslation(t *testing.T) {
 		}
 		if got, want := globMatch(p, s), globToRegexp(p).MatchString(s); got != want {
 			t.Fatalf("globMatch(%q, %q) = %v, want %v", p, s, got, want)
+		}
+	}
+}
+
+// TestCluster_IDDefaultsToTheAdvertisedAddress: a gateway alone needs no
+// [cluster]; its id is the host clients reach it at and its listen port,
+// unless set.
+func TestCluster_IDDefaultsToTheAdvertisedAddress(t *testing.T) {
+	for _, tc := range []struct{ toml, want string }{
+		{"[server]\nlisten = \"0.0.0.0:19092\"\nadvertised_host = \"gw1.example\"", "gw1.example:19092"},
+		{"[cluster]\nid = \"gw-1\"", "gw-1"},
+	} {
+		c, err := Parse([]byte(tc.toml), "t.toml", "")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.toml, err)
+		}
+		if c.Cluster.Name != "" || c.Cluster.ID != tc.want {
+			t.Errorf("%q: cluster %+v, want no name and id %q", tc.toml, c.Cluster, tc.want)
 		}
 	}
 }
