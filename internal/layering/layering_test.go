@@ -51,6 +51,8 @@ func rules() []rule {
 			reason: "upstream access serves the layers above and knows none of them"},
 		{pkg: "internal/loadtest", never: []string{module + "/coordinator", module + "/runtime", module + "/internal/daemon", module + "/internal/gateway", module + "/internal/driver", module + "/internal/upstream", "=" + module + "/internal/proxy"},
 			reason: "the load generator knows its target only by the wire (internal/proxy/frame's framing is all it shares)"},
+		{pkg: "internal/cluster", never: []string{module + "/runtime", module + "/internal/proxy", module + "/internal/gateway", module + "/internal/driver", module + "/internal/daemon", module + "/internal/metrics", "github.com/prometheus"},
+			reason: "the gateway cluster's state and ownership serve the daemon, which wires them to the other layers"},
 		{pkg: "internal/metrics", never: []string{module + "/coordinator", module + "/runtime", module + "/internal/driver", module + "/internal/gateway", module + "/internal/proxy"},
 			reason: "metrics are fed through hooks; they never reach into a layer"},
 	}

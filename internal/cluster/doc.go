@@ -1,0 +1,14 @@
+// Package cluster is what gateways of one cluster share through the Kafka
+// cluster they front: which shard of the state topic each managed group
+// belongs to, and the records that topic holds.
+//
+// The state topic is compacted and keyed by record: a group's state under
+// its id, and the shard's control records (who claimed or released it, and
+// the layout it was made with) under keys no group id can take. A record's
+// value is versioned, so that a gateway never misreads what a newer one
+// wrote: it refuses the shard instead.
+//
+// The package must never import the runtime, the proxy, the gateway, the
+// driver, the daemon or metrics: it serves the daemon, which wires it to
+// them.
+package cluster
