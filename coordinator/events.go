@@ -47,6 +47,9 @@ const (
 	// EventMemberAdded, unless KIP-394 sends it back for its member id
 	// first: until it returns the group has no member.
 	EventGroupCreated
+	// EventUnloaded: Unload gave the group up to another coordinator; it
+	// did not end, and this coordinator no longer holds it.
+	EventUnloaded
 )
 
 // Event is one observable change.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -224,4 +225,37 @@ func (c *Coordinator) Restore(now time.Time, states []GroupState) (Output, error
 		}
 	}
 	return c.finish(), nil
+}
+
+// Unload gives up groups without ending them, for a coordinator elsewhere
+// that restores them from their last exported state: the gateway that held
+// them no longer owns them. Their parked JoinGroup and SyncGroup requests
+// are answered NOT_COORDINATOR, as a Kafka broker answers the requests of a
+// group whose coordinator moved, so that their clients look it up again
+// and carry on there with the generation and assignment they have. Nothing
+// else is said of the groups (no state change, so no saving and no
+// Dead); an assignment still running for one of them is stale when it
+// completes. Ids it does not hold are ignored.
+func (c *Coordinator) Unload(now time.Time, groups []string) Output {
+	c.begin(now)
+	for _, id := range slices.Sorted(slices.Values(groups)) {
+		g := c.groups[id]
+		if g == nil {
+			continue
+		}
+		for _, mid := range sortedKeys(g.members) {
+			m := g.members[mid]
+			if w := m.joinWait; w != nil {
+				c.reply(w.id, joinError(w.version, kerr.NotCoordinator.Code, m.id))
+				g.setJoinWait(m, nil)
+			}
+			if w := m.syncWait; w != nil {
+				c.reply(w.id, syncError(w.version, kerr.NotCoordinator.Code))
+				m.syncWait = nil
+			}
+		}
+		c.dropGroup(g)
+		c.event(Event{Kind: EventUnloaded, Group: id, Generation: g.generation})
+	}
+	return c.finish()
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/sdk/go/abi"
 )
@@ -364,4 +365,86 @@ func checkHeap[T timed](q *timerQueue[T]) error {
 		}
 	}
 	return nil
+}
+
+// TestUnload_ParkedRequestsAreToldToLookAgainAndNothingEnds: a group given
+// up mid-rebalance answers its parked JoinGroup and SyncGroup
+// NOT_COORDINATOR, says nothing of a state change (no Dead, so no
+// tombstone is saved), and is held no more; the assignment it was running
+// is stale when it completes.
+func TestUnload_ParkedRequestsAreToldToLookAgainAndNothingEnds(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+	h.autoJobs = false
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	a := newSim(h, "a", "g", []string{"range"}, []string{"t"})
+	a.join()
+	for range 3 {
+		h.advance(0)
+		a.poll()
+	}
+	if a.phase != joined {
+		t.Fatalf("a: phase %v", a.phase)
+	}
+	a.sync() // parked: the assignment has not come
+	if _, answered := h.replies[a.req]; answered || len(h.jobs) != 1 {
+		t.Fatalf("setup: sync answered %v, %d jobs", answered, len(h.jobs))
+	}
+	b := newSim(h, "b", "h", []string{"range"}, []string{"t"})
+	b.join()
+	b.poll() // b's group "h" stays
+
+	out := h.c.Unload(h.now, []string{"g", "unknown"})
+	h.absorb(out)
+	for _, e := range out.Events {
+		if e.Group == "g" && e.Kind != EventUnloaded {
+			t.Errorf("unloading said %+v", e)
+		}
+	}
+	if len(out.Events) != 1 || out.Events[0].Kind != EventUnloaded || out.Events[0].Generation != 1 {
+		t.Errorf("events %+v, want one EventUnloaded of g at generation 1", out.Events)
+	}
+	r, ok := h.take(a.req)
+	if !ok || r.(*kmsg.SyncGroupResponse).ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("the parked SyncGroup: %+v, %v; want NOT_COORDINATOR", r, ok)
+	}
+	if _, ok := h.c.Summary("g"); ok {
+		t.Error("g is still held")
+	}
+	if _, ok := h.c.Summary("h"); !ok {
+		t.Error("h, not unloaded, is gone")
+	}
+	j := h.jobs[0]
+	done := h.c.AssignmentDone(h.now, j.ID, &abi.Response{}, nil)
+	if len(done.Events) != 1 || done.Events[0].Kind != EventStaleAssignment || len(done.Replies) != 0 {
+		t.Errorf("the unloaded group's assignment completing: %+v", done)
+	}
+	if err := checkBookkeeping(h.c, done.NextDeadline); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnload_TheNextOwnerContinuesWithoutRebalance: what one coordinator
+// exported of a stable group, another restores after the first unloads it,
+// and the members heartbeat the new one at their generation with no error.
+func TestUnload_TheNextOwnerContinuesWithoutRebalance(t *testing.T) {
+	h := newHarness(t, Config{Default: GroupConfig{InitialRebalanceDelay: -1}})
+	h.setMetadata(meta(map[string]int{"t": 4}))
+	a := newSim(h, "a", "g", []string{"cooperative-sticky"}, []string{"t"})
+	b := newSim(h, "b", "g", []string{"cooperative-sticky"}, []string{"t"})
+	settle(h, a, b)
+	gen := a.generation
+	states := h.c.Export()
+	h.absorb(h.c.Unload(h.now, []string{"g"}))
+	h.absorb(h.call(restartInput{now: h.now, seed: 9})) // the next owner: a new coordinator
+	restored, err := h.c.Restore(h.now, states)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.absorb(restored)
+	for _, s := range []*simClient{a, b} {
+		s.heartbeat()
+		if s.phase != stable || s.generation != gen {
+			t.Errorf("%s after the move: phase %v generation %d, want stable at %d", s.name, s.phase, s.generation, gen)
+		}
+	}
 }

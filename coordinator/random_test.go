@@ -264,7 +264,13 @@ func (w *world) step() {
 // requests, time, plugin results and metadata.
 func (w *world) extraStep() {
 	h := w.h
-	switch w.rng.IntN(5) {
+	switch w.rng.IntN(6) {
+	case 5:
+		// The group's shard moves to another gateway and back: parked
+		// requests are answered NOT_COORDINATOR and their clients retry.
+		w.logf("handover")
+		h.absorb(h.call(handoverInput{now: h.now, group: "g"}))
+		h.jobs = nil
 	case 4:
 		// A reloaded assignor rebalances the group.
 		w.logf("rebalance asked for")

@@ -160,6 +160,35 @@ func (in restartInput) apply(t testing.TB, c **Coordinator) Output {
 	return mergeOutputs(out, restored)
 }
 
+// handoverInput is the group moving to another gateway and, later, back:
+// the coordinator gives it up with Unload, and restores what it had
+// exported of it, as the next owner restores what the last one saved.
+type handoverInput struct {
+	now   time.Time
+	group string
+}
+
+func (in handoverInput) apply(t testing.TB, c **Coordinator) Output {
+	gs, ok := (*c).ExportGroup(in.group)
+	out := (*c).Unload(in.now, []string{in.group})
+	if !ok {
+		return out
+	}
+	b, err := json.Marshal([]GroupState{gs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []GroupState
+	if err := json.Unmarshal(b, &states); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := (*c).Restore(in.now, states)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mergeOutputs(out, restored)
+}
+
 func mergeOutputs(a, b Output) Output {
 	a.Replies = append(a.Replies, b.Replies...)
 	a.Forwards = append(a.Forwards, b.Forwards...)
@@ -276,7 +305,7 @@ func TestReplay_RecordedRunsReplayByteForByte(t *testing.T) {
 	// proves less than it claims.
 	for _, k := range []string{"coordinator.handleInput", "coordinator.tickInput", "coordinator.metadataInput",
 		"coordinator.assignmentInput", "coordinator.servedInput", "coordinator.racksInput",
-		"coordinator.pauseInput", "coordinator.restartInput", "coordinator.rebalanceInput"} {
+		"coordinator.pauseInput", "coordinator.restartInput", "coordinator.rebalanceInput", "coordinator.handoverInput"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s in %d runs: %v", k, seeds, kinds)
 		}

@@ -313,6 +313,13 @@ func (d *Driver) SetMetadata(md *coordinator.Metadata, asked []string) error {
 	})
 }
 
+// Unload gives groups up to another gateway without ending them (see
+// coordinator.Coordinator.Unload): their parked requests are answered
+// NOT_COORDINATOR, and nothing is saved of them.
+func (d *Driver) Unload(groups []string) error {
+	return d.do(func() { d.apply(d.coord.Unload(d.now(), groups)) })
+}
+
 // RebalanceGroups rebalances each group for which match, given the group
 // and the assignor of its latest assignment, is true, and returns those
 // groups, sorted. The daemon calls it when a plugin was reloaded. match runs
@@ -653,6 +660,9 @@ func (d *Driver) observe(e coordinator.Event) {
 		if e.Detail == "session timeout" {
 			d.storm(e.Group).expiries++
 		}
+	case coordinator.EventUnloaded:
+		delete(d.started, e.Group)
+		d.forget(e.Group)
 	case coordinator.EventStateChanged:
 		if e.State == coordinator.Empty || e.State == coordinator.Dead {
 			// A rebalance that ended without an assignment must not lend
@@ -660,9 +670,7 @@ func (d *Driver) observe(e coordinator.Event) {
 			delete(d.started, e.Group)
 		}
 		if e.State == coordinator.Dead {
-			delete(d.last, e.Group)
-			delete(d.storms, e.Group)
-			delete(d.assignor, e.Group)
+			d.forget(e.Group)
 		}
 		// A group that settles, empties or goes is saved as it is now:
 		// saving only at Stable brought emptied groups back with ghosts.
@@ -670,6 +678,14 @@ func (d *Driver) observe(e coordinator.Event) {
 			d.persistDue = true
 		}
 	}
+}
+
+// forget drops what the driver keeps of a group the coordinator no longer
+// holds.
+func (d *Driver) forget(group string) {
+	delete(d.last, group)
+	delete(d.storms, group)
+	delete(d.assignor, group)
 }
 
 // name notes a group that an event of the Output being applied names, or

@@ -79,7 +79,7 @@ func (deleteGroups) Forward(_ context.Context, req kmsg.Request) (kmsg.Response,
 // TestDriver_GroupStateHooksFollowEveryStep takes a group through its
 // life: created by a KIP-394 first join with no member yet, Stable,
 // emptied by its member leaving, and deleted; and a restored group that no
-// event names. After every step the hooks' latest word on each group is
+// event names, until it is unloaded. After every step the hooks' latest word on each group is
 // the coordinator's summary of it, the one the admin API reads.
 func TestDriver_GroupStateHooksFollowEveryStep(t *testing.T) {
 	rec := &groupStates{last: map[string]coordinator.Summary{}, removed: map[string]bool{}}
@@ -160,4 +160,10 @@ func TestDriver_GroupStateHooksFollowEveryStep(t *testing.T) {
 	del.Version, del.Groups = 2, []string{group}
 	do(del)
 	rec.agree(t, d, "deleted", group)
+
+	// A group given up to another gateway goes from the hooks too.
+	if err := d.Unload([]string{"restored"}); err != nil {
+		t.Fatal(err)
+	}
+	rec.agree(t, d, "unloaded", "restored")
 }
