@@ -190,7 +190,7 @@ func (c *Coordinator) Handle(now time.Time, id RequestID, client Client, req kms
 	c.begin(now)
 	c.client = client
 	if maxV, ok := MaxVersion(req.Key()); ok && req.GetVersion() > maxV {
-		c.reply(id, errorResponse(req, kerr.UnsupportedVersion.Code))
+		c.reply(id, ErrorResponse(req, kerr.UnsupportedVersion.Code))
 		return c.finish()
 	}
 	switch r := req.(type) {

@@ -51,7 +51,7 @@ func (c *Coordinator) offsetCommit(id RequestID, r *kmsg.OffsetCommitRequest) {
 		unknown = kerr.GroupIDNotFound.Code
 	}
 	if code := c.fenceCommit(r.Group, r.MemberID, instance, generation, false, unknown); code != 0 {
-		c.reply(id, errorResponse(r, code))
+		c.reply(id, ErrorResponse(r, code))
 		return
 	}
 	fwd := *r
@@ -83,7 +83,7 @@ func (c *Coordinator) txnOffsetCommit(id RequestID, r *kmsg.TxnOffsetCommitReque
 		generation, member = r.Generation, r.MemberID
 	}
 	if code := c.fenceCommit(r.Group, member, instance, generation, true, kerr.IllegalGeneration.Code); code != 0 {
-		c.reply(id, errorResponse(r, code))
+		c.reply(id, ErrorResponse(r, code))
 		return
 	}
 	fwd := *r
@@ -221,8 +221,12 @@ func (c *Coordinator) groupTopics(g *group) (topics map[string]bool, known bool)
 	return topics, true
 }
 
-// errorResponse answers req with code wherever its response carries one.
-func errorResponse(req kmsg.Request, code int16) kmsg.Response {
+// ErrorResponse answers req, a group request, with code wherever its
+// response carries one, at the highest version the coordinator answers
+// below req's; nil for a request of another kind. A gateway answers with
+// it what it must refuse outside the coordinator (NOT_COORDINATOR for a
+// group whose state it could not save).
+func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 	switch r := req.(type) {
 	case *kmsg.JoinGroupRequest:
 		return joinError(min(r.Version, 9), code, r.MemberID)

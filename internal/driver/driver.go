@@ -81,6 +81,10 @@ type Config struct {
 	// refreshes metadata at once, so that a new group's first assignment
 	// sees its topics rather than waiting for the next periodic refresh.
 	NeedMetadata func(topics []string)
+	// Saver, when set, keeps each group's state where another gateway can
+	// load it, and the driver answers nothing of a group until what the
+	// coordinator last did to it is saved (see Saver).
+	Saver Saver
 }
 
 // Driver runs one Coordinator.
@@ -109,13 +113,15 @@ type Driver struct {
 	// for saving the state.
 	persistDue bool
 	nextID     atomic.Uint64 // the last RequestID handed out
-	waiting    map[coordinator.RequestID]chan result
-	timer      *time.Timer
-	deadline   time.Time
-	started    map[string]time.Time // rebalance start per group
-	assignor   map[string]string    // assignor of each group's latest job
-	last       map[string]Rebalance // each group's latest completed rebalance
-	storms     map[string]*stormWatch
+	waiting    map[coordinator.RequestID]waiter
+	// saves are the groups with saves in flight (Config.Saver).
+	saves    map[string]*saving
+	timer    *time.Timer
+	deadline time.Time
+	started  map[string]time.Time // rebalance start per group
+	assignor map[string]string    // assignor of each group's latest job
+	last     map[string]Rebalance // each group's latest completed rebalance
+	storms   map[string]*stormWatch
 	// named and namedSet collect, in order, the groups the events of the
 	// Output being applied name; they are reused from one Output to the
 	// next.
@@ -193,7 +199,8 @@ func Start(cfg Config) (*Driver, error) {
 		closed: make(chan struct{}),
 		done:   make(chan struct{}),
 		ctx:    ctx, cancel: cancel,
-		waiting:  make(map[coordinator.RequestID]chan result),
+		waiting:  make(map[coordinator.RequestID]waiter),
+		saves:    make(map[string]*saving),
 		timer:    time.NewTimer(time.Hour),
 		started:  make(map[string]time.Time),
 		assignor: make(map[string]string),
@@ -232,8 +239,8 @@ func (d *Driver) loop() {
 			d.apply(d.coord.Tick(d.now()))
 		case <-d.closed:
 			d.timer.Stop()
-			for id, ch := range d.waiting {
-				ch <- result{err: ErrClosed}
+			for id, w := range d.waiting {
+				w.ch <- result{err: ErrClosed}
 				delete(d.waiting, id)
 			}
 			return
@@ -283,7 +290,7 @@ func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg
 			// it, once the member exists.
 			client.FetchRack, _ = d.racks.lookup(client.ID, client.Host)
 		}
-		d.waiting[id] = ch
+		d.waiting[id] = waiter{ch: ch, req: req}
 		d.apply(d.coord.Handle(d.now(), id, client, req))
 	})
 	if !ok {
@@ -512,12 +519,19 @@ func (d *Driver) apply(out coordinator.Output) {
 	for _, e := range out.Events {
 		d.name(e.Group)
 	}
+	if d.cfg.Saver != nil {
+		d.save(d.named)
+	}
 	d.report()
 	for _, r := range out.Replies {
-		d.reply(r.ID, result{resp: r.Response})
+		if !d.hold(r.ID, held{reply: r}) {
+			d.reply(r.ID, result{resp: r.Response})
+		}
 	}
 	for _, f := range out.Forwards {
-		d.forward(f)
+		if !d.hold(f.ID, held{forward: f, isForward: true}) {
+			d.forward(f)
+		}
 	}
 	for _, j := range out.Jobs {
 		d.run(j)
@@ -537,8 +551,8 @@ func (d *Driver) apply(out coordinator.Output) {
 }
 
 func (d *Driver) reply(id coordinator.RequestID, r result) {
-	if ch, ok := d.waiting[id]; ok {
-		ch <- r
+	if w, ok := d.waiting[id]; ok {
+		w.ch <- r
 		delete(d.waiting, id)
 	}
 }
@@ -563,7 +577,7 @@ func (d *Driver) arm(at time.Time) {
 // forwarded request, and under load a pass through it is a wait behind
 // every request queued there.
 func (d *Driver) forward(f coordinator.Forward) {
-	ch, waited := d.waiting[f.ID]
+	w, waited := d.waiting[f.ID]
 	delete(d.waiting, f.ID)
 	d.bg.Add(1)
 	go func() {
@@ -581,7 +595,7 @@ func (d *Driver) forward(f coordinator.Forward) {
 			d.log.Warn("upstream forward failed", "api", kmsg.NameForKey(f.Request.Key()), "err", err)
 		}
 		if waited {
-			ch <- r // buffered, and sent to once
+			w.ch <- r // buffered, and sent to once
 		}
 	}()
 }
