@@ -221,6 +221,41 @@ func (c *Coordinator) groupTopics(g *group) (topics map[string]bool, known bool)
 	return topics, true
 }
 
+// GroupsOf names the groups a group request is about, in its order; none
+// for a request of another kind.
+func GroupsOf(req kmsg.Request) []string {
+	switch r := req.(type) {
+	case *kmsg.JoinGroupRequest:
+		return []string{r.Group}
+	case *kmsg.SyncGroupRequest:
+		return []string{r.Group}
+	case *kmsg.HeartbeatRequest:
+		return []string{r.Group}
+	case *kmsg.LeaveGroupRequest:
+		return []string{r.Group}
+	case *kmsg.OffsetCommitRequest:
+		return []string{r.Group}
+	case *kmsg.TxnOffsetCommitRequest:
+		return []string{r.Group}
+	case *kmsg.OffsetDeleteRequest:
+		return []string{r.Group}
+	case *kmsg.DescribeGroupsRequest:
+		return r.Groups
+	case *kmsg.DeleteGroupsRequest:
+		return r.Groups
+	case *kmsg.OffsetFetchRequest:
+		if r.Version < 8 { // from v8 a request may name several groups
+			return []string{r.Group}
+		}
+		gs := make([]string, 0, len(r.Groups))
+		for _, g := range r.Groups {
+			gs = append(gs, g.Group)
+		}
+		return gs
+	}
+	return nil
+}
+
 // ErrorResponse answers req, a group request, with code wherever its
 // response carries one, at the highest version the coordinator answers
 // below req's; nil for a request of another kind. A gateway answers with

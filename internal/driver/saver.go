@@ -81,7 +81,7 @@ func (d *Driver) hold(id coordinator.RequestID, h held) bool {
 	if !ok {
 		return false
 	}
-	for _, g := range groupsOf(w.req) {
+	for _, g := range coordinator.GroupsOf(w.req) {
 		if s := d.saves[g]; s != nil && s.pending > 0 {
 			h.waits++
 			s.queue = append(s.queue, &h)
@@ -141,29 +141,4 @@ func (d *Driver) release(h *held) {
 		return
 	}
 	d.reply(id, result{resp: resp})
-}
-
-// groupsOf names the groups a request is about.
-func groupsOf(req kmsg.Request) []string {
-	switch r := req.(type) {
-	case *kmsg.JoinGroupRequest:
-		return []string{r.Group}
-	case *kmsg.SyncGroupRequest:
-		return []string{r.Group}
-	case *kmsg.HeartbeatRequest:
-		return []string{r.Group}
-	case *kmsg.LeaveGroupRequest:
-		return []string{r.Group}
-	case *kmsg.OffsetCommitRequest:
-		return []string{r.Group}
-	case *kmsg.TxnOffsetCommitRequest:
-		return []string{r.Group}
-	case *kmsg.OffsetDeleteRequest:
-		return []string{r.Group}
-	case *kmsg.DescribeGroupsRequest:
-		return r.Groups
-	case *kmsg.DeleteGroupsRequest:
-		return r.Groups
-	}
-	return nil
 }
