@@ -62,6 +62,20 @@ type Cluster struct {
 	// ID is this gateway's stable identity in the cluster; it defaults to
 	// the advertised host and the listen port.
 	ID string
+	// StateTopic is the compacted topic that holds the groups' state and
+	// whose partitions are the shards the gateways own; it defaults to
+	// wasmassign-<name>-state.
+	StateTopic string
+	// Partitions is the state topic's partition count when the gateway
+	// creates it: how many shards the groups are spread over.
+	Partitions int
+	// SessionTimeout, HeartbeatInterval and RebalanceTimeout are the
+	// gateways' own group's: a gateway that dies loses its shards a
+	// session after its last heartbeat.
+	SessionTimeout, HeartbeatInterval, RebalanceTimeout time.Duration
+	// Lease is how long after the last heartbeat Kafka confirmed a gateway
+	// answers for its shards; it must end before the session does.
+	Lease time.Duration
 }
 
 // Server configures the gateway's own listeners.
@@ -360,8 +374,14 @@ type file struct {
 		Shutdown       *string        `toml:"shutdown_timeout"`
 	} `toml:"server"`
 	Cluster struct {
-		Name string `toml:"name"`
-		ID   string `toml:"id"`
+		Name              string  `toml:"name"`
+		ID                string  `toml:"id"`
+		StateTopic        string  `toml:"state_topic"`
+		Partitions        *int    `toml:"partitions"`
+		SessionTimeout    *string `toml:"session_timeout"`
+		HeartbeatInterval *string `toml:"heartbeat_interval"`
+		RebalanceTimeout  *string `toml:"rebalance_timeout"`
+		Lease             *string `toml:"lease"`
 	} `toml:"cluster"`
 	Upstream struct {
 		Brokers         []string `toml:"brokers"`
@@ -609,6 +629,45 @@ func (c *Config) cluster(f *file, _ string) error {
 	}
 	if !validClusterName(cl.Name) {
 		return c.errorf("cluster.name", "%q: use at most 200 of the letters, digits, '.', '_' and '-' (it names Kafka topics and groups)", cl.Name)
+	}
+	cl.StateTopic = f.Cluster.StateTopic
+	if cl.StateTopic == "" && cl.Name != "" {
+		cl.StateTopic = "wasmassign-" + cl.Name + "-state"
+	}
+	if !validClusterName(cl.StateTopic) {
+		return c.errorf("cluster.state_topic", "%q: use at most 200 of the letters, digits, '.', '_' and '-'", cl.StateTopic)
+	}
+	cl.Partitions = 16
+	if n := f.Cluster.Partitions; n != nil {
+		if *n < 1 || *n > 1000 {
+			return c.errorf("cluster.partitions", "%d is outside 1-1000", *n)
+		}
+		cl.Partitions = *n
+	}
+	var err error
+	for _, d := range []struct {
+		key string
+		v   *string
+		def time.Duration
+		to  *time.Duration
+	}{
+		{"cluster.session_timeout", f.Cluster.SessionTimeout, 10 * time.Second, &cl.SessionTimeout},
+		{"cluster.heartbeat_interval", f.Cluster.HeartbeatInterval, time.Second, &cl.HeartbeatInterval},
+		{"cluster.rebalance_timeout", f.Cluster.RebalanceTimeout, 10 * time.Second, &cl.RebalanceTimeout},
+		{"cluster.lease", f.Cluster.Lease, 6 * time.Second, &cl.Lease},
+	} {
+		if *d.to, err = c.duration(d.key, d.v, d.def); err != nil {
+			return err
+		}
+		if *d.to < 100*time.Millisecond {
+			return c.errorf(d.key, "%v is below the minimum of 100ms", *d.to)
+		}
+	}
+	if cl.Lease < 3*cl.HeartbeatInterval {
+		return c.errorf("cluster.lease", "%v is shorter than three heartbeat intervals (%v): one lost heartbeat would end it", cl.Lease, 3*cl.HeartbeatInterval)
+	}
+	if cl.Lease >= cl.SessionTimeout {
+		return c.errorf("cluster.lease", "%v must end before the session timeout (%v), when another gateway may be given the shards", cl.Lease, cl.SessionTimeout)
 	}
 	if cl.Name == "" {
 		return nil

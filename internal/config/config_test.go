@@ -130,6 +130,11 @@ func TestParse_BadInputNamesFileAndKey(t *testing.T) {
 		{"a cluster on the embedded cluster", "[cluster]\nname = \"prod\"", "cluster.name", "embedded cluster lives inside one gateway"},
 		{"a cluster before this version has them", "[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nname = \"prod\"", "cluster.name", "not available in this version"},
 		{"a cluster name no topic can carry", "[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nname = \"prod/eu\"", "cluster.name", "letters, digits"},
+		{"a state topic no broker takes", "[cluster]\nstate_topic = \"a b\"", "cluster.state_topic", "letters"},
+		{"no shards", "[cluster]\npartitions = 0", "cluster.partitions", "outside 1-1000"},
+		{"a lease of one heartbeat", "[cluster]\nheartbeat_interval = \"2s\"\nlease = \"3s\"", "cluster.lease", "three heartbeat intervals"},
+		{"a lease past the session", "[cluster]\nsession_timeout = \"6s\"\nlease = \"6s\"", "cluster.lease", "before the session timeout"},
+		{"a heartbeat too fast", "[cluster]\nheartbeat_interval = \"10ms\"", "cluster.heartbeat_interval", "minimum"},
 		{"no forward connections", "[upstream]\nforward_connections = 0", "upstream.forward_connections", "outside 1-64"},
 		{"too many forward connections", "[upstream]\nforward_connections = 65", "upstream.forward_connections", "outside 1-64"},
 		{"memory too big", "[plugins]\nmemory_limit_mb = 8192", "plugins.memory_limit_mb", "out of range"},
@@ -283,6 +288,9 @@ func TestCluster_IDDefaultsToTheAdvertisedAddress(t *testing.T) {
 		}
 		if c.Cluster.Name != "" || c.Cluster.ID != tc.want {
 			t.Errorf("%q: cluster %+v, want no name and id %q", tc.toml, c.Cluster, tc.want)
+		}
+		if cl := c.Cluster; cl.Partitions != 16 || cl.SessionTimeout != 10*time.Second || cl.HeartbeatInterval != time.Second || cl.Lease != 6*time.Second || cl.RebalanceTimeout != 10*time.Second {
+			t.Errorf("%q: cluster defaults %+v", tc.toml, cl)
 		}
 	}
 }
