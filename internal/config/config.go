@@ -552,12 +552,8 @@ func (c *Config) upstream(f *file, dir string) error {
 	if u.MetadataWait < 0 {
 		return c.errorf("upstream.metadata_wait", "%v is negative", u.MetadataWait)
 	}
-	u.ForwardConnections = 4
-	if n := f.Upstream.ForwardConns; n != nil {
-		if *n < 1 || *n > 64 {
-			return c.errorf("upstream.forward_connections", "%d is outside 1-64", *n)
-		}
-		u.ForwardConnections = *n
+	if u.ForwardConnections, err = c.intIn("upstream.forward_connections", f.Upstream.ForwardConns, 4, 1, 64); err != nil {
+		return err
 	}
 	// Kafka's offsets.retention.minutes defaults to 7 days.
 	if u.OffsetsRetention, err = c.duration("upstream.offsets_retention", f.Upstream.Retention, 7*24*time.Hour); err != nil {
@@ -637,14 +633,10 @@ func (c *Config) cluster(f *file, _ string) error {
 	if !validClusterName(cl.StateTopic) {
 		return c.errorf("cluster.state_topic", "%q: use at most 200 of the letters, digits, '.', '_' and '-'", cl.StateTopic)
 	}
-	cl.Partitions = 16
-	if n := f.Cluster.Partitions; n != nil {
-		if *n < 1 || *n > 1000 {
-			return c.errorf("cluster.partitions", "%d is outside 1-1000", *n)
-		}
-		cl.Partitions = *n
-	}
 	var err error
+	if cl.Partitions, err = c.intIn("cluster.partitions", f.Cluster.Partitions, 16, 1, 1000); err != nil {
+		return err
+	}
 	for _, d := range []struct {
 		key string
 		v   *string
@@ -850,6 +842,18 @@ func (c *Config) racks(f *file, _ string) error {
 		c.Racks = append(c.Racks, r)
 	}
 	return nil
+}
+
+// intIn is the integer at key, def when it is not set, refused outside
+// lo-hi.
+func (c *Config) intIn(key string, v *int, def, lo, hi int) (int, error) {
+	if v == nil {
+		return def, nil
+	}
+	if *v < lo || *v > hi {
+		return 0, c.errorf(key, "%d is outside %d-%d", *v, lo, hi)
+	}
+	return *v, nil
 }
 
 func (c *Config) duration(key string, v *string, def time.Duration) (time.Duration, error) {
