@@ -213,6 +213,7 @@ func writeLoadtestTable(w io.Writer, cfg loadtest.Config, results []*loadtest.Re
 		row(name+" p50", steady(func(r *loadtest.Result) string { return roundDuration(l(r).P50) }), nil)
 		row(name+" p99", steady(func(r *loadtest.Result) string { return roundDuration(l(r).P99) }), ratio)
 		row(name+" max", steady(func(r *loadtest.Result) string { return roundDuration(l(r).Max) }), nil)
+		row(name+"s measured", steady(func(r *loadtest.Result) string { return fmt.Sprint(l(r).Count) }), nil)
 	}
 	latency("heartbeat", func(r *loadtest.Result) loadtest.Latency { return r.Heartbeat }, func(rt loadtest.Ratios) *float64 { return rt.HeartbeatP99 })
 	latency("commit", func(r *loadtest.Result) loadtest.Latency { return r.Commit }, func(rt loadtest.Ratios) *float64 { return rt.CommitP99 })
@@ -275,6 +276,14 @@ func writeLoadtestTable(w io.Writer, cfg loadtest.Config, results []*loadtest.Re
 		for _, u := range r.Unstable {
 			notes = append(notes, fmt.Sprintf("%s: not stable: %s", name, termtext.Escape(u)))
 		}
+		for _, m := range []struct {
+			api string
+			l   loadtest.Latency
+		}{{"heartbeat", r.Heartbeat}, {"commit", r.Commit}} {
+			if r.Stable && m.l.Count > 0 && m.l.Count < fewSamples {
+				notes = append(notes, fmt.Sprintf("%s: %s p99 rests on %d round trips: it is close to their maximum, and a ratio of it is noisy", name, m.api, m.l.Count))
+			}
+		}
 		for _, a := range []*loadtest.AssignmentCheck{&r.Assignment, r.AssignmentAtEnd} {
 			if a != nil {
 				for _, p := range a.Problems {
@@ -291,6 +300,10 @@ func writeLoadtestTable(w io.Writer, cfg loadtest.Config, results []*loadtest.Re
 	}
 	return nil
 }
+
+// fewSamples is the count of round trips below which the table warns that
+// a p99 is little more than the slowest few.
+const fewSamples = 1000
 
 // roundDuration shows a duration to three significant figures or so.
 func roundDuration(d time.Duration) string {
