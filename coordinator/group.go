@@ -455,11 +455,6 @@ func (g *group) tally(m *member, delta int) {
 	}
 }
 
-// setMemberProtocols replaces the protocols of m, keeping the counts of
-// offers and, when the candidates stay the same, the votes. The
-// candidates change only with the counts of the names m stops or starts
-// offering: one every member offered loses m's offer, or one becomes
-// offered by every member.
 // keepMetadata returns what a member keeps of a protocol's metadata: a copy
 // that holds none of the rest of its request, which the member would
 // otherwise keep alive whole, and the same copy as the last member that
@@ -478,6 +473,11 @@ func (g *group) keepMetadata(protocol string, b []byte) []byte {
 	return kept
 }
 
+// setMemberProtocols replaces the protocols of m, keeping the counts of
+// offers and, when the candidates stay the same, the votes. The
+// candidates change only with the counts of the names m stops or starts
+// offering: one every member offered loses m's offer, or one becomes
+// offered by every member.
 func (g *group) setMemberProtocols(m *member, ps []kmsg.JoinGroupRequestProtocol) {
 	if g.members[m.id] != m {
 		m.protocols = ps
