@@ -166,10 +166,10 @@ func (u *Client) CoordinatorOf(ctx context.Context, group string) (int32, error)
 	// Every forwarded commit asks: a remembered coordinator is answered
 	// without the batch's bookkeeping.
 	u.mu.Lock()
-	c, ok := u.known[group]
+	node, ok := u.rememberedLocked(group, time.Now())
 	u.mu.Unlock()
-	if ok && time.Since(c.at) < u.ttl {
-		return c.node, nil
+	if ok {
+		return node, nil
 	}
 	nodes, err := u.CoordinatorsOf(ctx, []string{group})
 	if node, ok := nodes[group]; ok {
@@ -196,8 +196,8 @@ func (u *Client) CoordinatorsOf(ctx context.Context, groups []string) (map[strin
 			continue
 		}
 		asked[g] = true
-		if c, ok := u.known[g]; ok && now.Sub(c.at) < u.ttl {
-			nodes[g] = c.node
+		if node, ok := u.rememberedLocked(g, now); ok {
+			nodes[g] = node
 		} else if l, ok := u.lookups[g]; ok {
 			waited = append(waited, g)
 			if !slices.Contains(others, l) {
@@ -273,6 +273,16 @@ func (u *Client) CoordinatorsOf(ctx context.Context, groups []string) (map[strin
 		}
 	}
 	return nodes, errors.Join(errs...)
+}
+
+// rememberedLocked is group's coordinator if it was learnt less than the
+// ttl before now.
+func (u *Client) rememberedLocked(group string, now time.Time) (int32, bool) {
+	c, ok := u.known[group]
+	if !ok || now.Sub(c.at) >= u.ttl {
+		return 0, false
+	}
+	return c.node, true
 }
 
 // lookup is one FindCoordinator in flight, which other calls for its
