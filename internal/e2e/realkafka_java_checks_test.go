@@ -97,6 +97,13 @@ func javaPlugins() map[string]func(*abi.Request) (*abi.Response, error) {
 // the built-in plugins compute from reported ownership alone, and the
 // host's withholding, which does read ownership, has nothing left to
 // withhold in the stable states this is used on.
+//
+// A member's Previous is what the host assigned it in the generation
+// before, delivered or not, while the callbacks show only what arrived: a
+// generation computed for a member whose SyncGroup then met a new join
+// (REBALANCE_IN_PROGRESS) is in the host's input and in no callback. The
+// tests therefore change a group's membership only once it has settled,
+// so that every generation reaches all its members.
 func javaExpected(g adminGroup, assign func(*abi.Request) (*abi.Response, error), topic string, pl placement, brokerRacks map[int32]string, rounds map[string]javaRound) (map[string]map[string][]int32, error) {
 	req, names := assignRequest(g, map[string]placement{topic: pl}, brokerRacks)
 	tps := func(ps []int32) []abi.TopicPartitions {

@@ -116,7 +116,11 @@ func TestRealKafkaJava_RackAwareWithBrokerRacksFromTheUpstream(t *testing.T) {
 		return g
 	}
 
-	a, b, cm := start("a", "az-a"), start("b", "az-b"), start("c", "az-c")
+	a := start("a", "az-a")
+	settle(false, a)
+	b := start("b", "az-b")
+	settle(false, a, b)
+	cm := start("c", "az-c")
 	settle(true, a, b, cm)
 	produce(ctx, t, c.Addrs(), topic, 120)
 

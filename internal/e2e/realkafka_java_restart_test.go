@@ -24,7 +24,11 @@ func (r *javaRig) javaStaticRestart(t *testing.T) {
 			// Room for a JVM to start on a loaded machine.
 			props: []string{"session.timeout.ms=30000"}})
 	}
-	a, b, c := start("a"), start("b"), start("c")
+	a := start("a")
+	r.javaSettle(t, group, topic, pl, javaProtoCoop, a)
+	b := start("b")
+	r.javaSettle(t, group, topic, pl, javaProtoCoop, a, b)
+	c := start("c")
 	g0 := r.javaSettle(t, group, topic, pl, javaProtoCoop, a, b, c)
 	produce(r.ctx, t, r.c.Addrs(), topic, 120)
 	mustReadAllToEnd(r.ctx, t, r.direct, topic, javaParts, []*procMember{a, b, c})

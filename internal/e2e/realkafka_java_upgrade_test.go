@@ -77,6 +77,7 @@ func (r *javaRig) javaRollingUpgrade(t *testing.T) {
 	}
 
 	a := start("java-upgrade-a", javaCoop)
+	settle(a)
 	b := start("java-upgrade-b", javaCoop)
 	settle(a, b)
 	produce(r.ctx, t, r.c.Addrs(), topic, 120)
