@@ -28,10 +28,7 @@ build: plugins bin/wasmassign
 
 plugins: $(BUILTIN_WASM)
 
-# Go built-ins: range, roundrobin, leaderrack. sticky.wasm is the Rust
-# crate's (its explicit rule is in sdk/rust/rust.mk).
-plugins/builtin/wasm/%.wasm: FORCE
-	$(GOWASM) -o $@ ./plugins/$*/wasm
+# Every built-in is a Rust crate: their rules are in sdk/rust/rust.mk.
 
 bin/wasmassign: plugins FORCE
 	$(GO) build -trimpath -o $@ ./cmd/wasmassign

@@ -184,7 +184,7 @@ func BenchmarkAssign_Tiny(b *testing.B) {
 // BenchmarkAssign_IdleOffThePath is what moving the guest's housekeeping
 // into the idle call saves a caller: a medium request (100 members, 25
 // topics of 1,000 partitions, about 1 MiB of garbage per call, so the Go
-// SDK collects after every call) to the built-in range plugin, with the
+// SDK collects after every call) to the Go test guest, with the
 // host calling idle ("idle") or not ("no-idle", the collection then runs
 // inside the call). Between calls the benchmark waits, untimed, until the
 // idle call has ended, as between rebalances; ns/op is the caller's time.
@@ -200,13 +200,14 @@ func BenchmarkAssign_IdleOffThePath(b *testing.B) {
 				cfg := NewConfig().WithIsolation(iso).WithMaxInstances(1)
 				cfg.skipIdle = skip
 				h := benchHost(b, cfg)
-				p := loadArtefact(b, h, rangeWasm)
+				g := goSpread()
+				p := loadArtefact(b, h, g.file)
 				ctx := context.Background()
-				warm(b, p, "range", req, 20)
+				warm(b, p, g.assignor, req, 20)
 				var calls []time.Duration
 				for b.Loop() {
 					start := time.Now()
-					if _, err := p.Assign(ctx, "range", req); err != nil {
+					if _, err := p.Assign(ctx, g.assignor, req); err != nil {
 						b.Fatal(err)
 					}
 					calls = append(calls, time.Since(start))

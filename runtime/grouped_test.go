@@ -76,22 +76,23 @@ func TestAssign_GroupedLayoutIsNegotiated(t *testing.T) {
 }
 
 // TestAssign_PlainAssignorGetsGroupedRequestsExpanded sends a request in
-// the grouped layout to the built-in range plugin, which does not declare
-// the layout: it must answer as it does to the plain request.
+// the grouped layout to the C guest, which does not declare the layout: it
+// must answer as it does to the plain request.
 func TestAssign_PlainAssignorGetsGroupedRequestsExpanded(t *testing.T) {
 	h, _ := newTestHost(t, NewConfig())
-	p := loadArtefact(t, h, rangeWasm)
-	if info, _ := p.Assignor("range"); info.Grouped {
-		t.Fatalf("range declares the grouped layout; this test needs one that does not")
+	g := cRoundRobin()
+	p := loadArtefact(t, h, g.file)
+	if info, _ := p.Assignor(g.assignor); info.Grouped {
+		t.Fatalf("%s declares the grouped layout; this test needs one that does not", g.assignor)
 	}
 	ctx := context.Background()
 	plain := roundRobinRejoin(10, 12)
-	plain.Protocol = "range"
-	want, err := p.Assign(ctx, "range", plain)
+	plain.Protocol = g.assignor
+	want, err := p.Assign(ctx, g.assignor, plain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := p.Assign(ctx, "range", plain.Grouped())
+	got, err := p.Assign(ctx, g.assignor, plain.Grouped())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,9 @@
 // Package builtin carries the built-in assignor plugins inside the binary, so
 // that bin/wasmassign needs no plugin directory to serve range, roundrobin and
 // the rest. `make build` compiles them to wasm/NAME.wasm before the binary is
-// linked, and go:embed takes them in: range, roundrobin and leaderrack from
-// their Go mains (plugins/NAME/wasm), sticky (both sticky assignors) from
-// the Rust crate plugins/sticky/rust, which package plugins/sticky is the
-// reference for (RATIONALE.md).
+// linked, and go:embed takes them in. Each is the Rust crate
+// plugins/NAME/rust (sticky.wasm holds both sticky assignors), a port of the
+// Go package plugins/NAME, which stays its reference (RATIONALE.md).
 //
 // It imports nothing of this project: the runtime loads what FS returns.
 package builtin

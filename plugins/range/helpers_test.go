@@ -23,20 +23,5 @@ func (o options) String() string {
 	return fmt.Sprintf("preferRackAware=%v", o.preferRackAware)
 }
 
-// rangeShape is what this package's random tests draw: partition counts
-// from a short list, so that topics with equal counts, and so
-// co-partitioned topics, are common; identical subscriptions often, for the
-// same reason; and one group in five with many topics and sparse
-// subscriptions.
-func rangeShape(withRacks bool) assignortest.Shape {
-	return assignortest.Shape{
-		Topics:          8,
-		SparseOneIn:     5,
-		MissingOneIn:    10,
-		PartitionCounts: []int32{0, 1, 2, 3, 4, 4, 6, 6, 8, 12, 25},
-		Racks:           withRacks,
-		Members:         12,
-		UniformOneIn:    2,
-		UniformSubset:   true,
-	}
-}
+// rangeShape is what this package's random tests draw.
+func rangeShape(withRacks bool) assignortest.Shape { return assignortest.RangeShape(withRacks) }

@@ -20,8 +20,13 @@ RUST_OUT      := target/wasm32-unknown-unknown/release
 RUST_WASM_FILES := sdk/rust/kit/kit.wasm plugins/weighted/weighted.wasm
 # The built-in sticky and cooperative-sticky plugin is Rust (for the
 # sandbox's cost, RATIONALE.md); package plugins/sticky stays the Go reference, and its
-# differential test holds the two to identical answers.
+# differential test holds the two to identical answers. So are range,
+# roundrobin and leader-rack-range (for a worker's footprint), on the port of
+# plugins/internal/groupview; plugins/builtin's differential test holds them to
+# their Go packages.
 STICKY_CRATE  := plugins/sticky/rust
+RUST_BUILTIN_CRATES := plugins/range/rust plugins/roundrobin/rust plugins/leaderrack/rust
+GROUPVIEW_CRATE := plugins/internal/groupview/rust
 
 .PHONY: rust rust-tools rust-wasm rust-test rust-clean
 
@@ -47,19 +52,23 @@ plugins/weighted/weighted.wasm: rust-tools FORCE
 	cd plugins/weighted && $(RUST_CARGO) $(RUST_WASM)
 	cp plugins/weighted/$(RUST_OUT)/weighted.wasm $@
 
-# This explicit rule wins over the Makefile's pattern rule for Go built-ins.
 plugins/builtin/wasm/sticky.wasm: rust-tools FORCE
 	cd $(STICKY_CRATE) && $(RUST_CARGO) $(RUST_WASM)
 	cp $(STICKY_CRATE)/$(RUST_OUT)/sticky.wasm $@
 
+plugins/builtin/wasm/range.wasm plugins/builtin/wasm/roundrobin.wasm plugins/builtin/wasm/leaderrack.wasm: plugins/builtin/wasm/%.wasm: rust-tools FORCE
+	cd plugins/$*/rust && $(RUST_CARGO) $(RUST_WASM)
+	cp plugins/$*/rust/$(RUST_OUT)/$*.wasm $@
+
 ## rust-test: the SDK's codec against testdata/abi, and the Rust plugins' unit tests
-## (weighted, and the built-in sticky crate), natively.
+## (weighted, the built-in sticky crate, the groupview port), natively.
 rust-test: rust-tools
 	cd sdk/rust && $(RUST_CARGO) test --offline -q
 	cd sdk/rust/kit && $(RUST_CARGO) test --offline -q
 	cd plugins/weighted && $(RUST_CARGO) test --offline -q
 	cd $(STICKY_CRATE) && $(RUST_CARGO) test --offline -q
+	cd $(GROUPVIEW_CRATE) && $(RUST_CARGO) test --offline -q
 
 ## rust-clean: cargo's build directories and the copied .wasm files.
 rust-clean:
-	rm -rf sdk/rust/target sdk/rust/kit/target plugins/weighted/target $(STICKY_CRATE)/target $(RUST_WASM_FILES)
+	rm -rf sdk/rust/target sdk/rust/kit/target plugins/weighted/target $(STICKY_CRATE)/target $(GROUPVIEW_CRATE)/target $(RUST_BUILTIN_CRATES:%=%/target) $(RUST_WASM_FILES)

@@ -37,6 +37,24 @@ type Shape struct {
 	UniformSubset bool
 }
 
+// RangeShape is what range's random tests draw: partition counts from a
+// short list, so that topics with equal counts, and so co-partitioned topics
+// (which Kafka's rack-aware range treats together), are common; identical
+// subscriptions often, for the same reason; and one group in five with many
+// topics and sparse subscriptions.
+func RangeShape(withRacks bool) Shape {
+	return Shape{
+		Topics:          8,
+		SparseOneIn:     5,
+		MissingOneIn:    10,
+		PartitionCounts: []int32{0, 1, 2, 3, 4, 4, 6, 6, 8, 12, 25},
+		Racks:           withRacks,
+		Members:         12,
+		UniformOneIn:    2,
+		UniformSubset:   true,
+	}
+}
+
 // Below returns the counts 0 to n-1, for Shape.PartitionCounts.
 func Below(n int32) []int32 {
 	c := make([]int32, n)

@@ -9,8 +9,10 @@
 // sticky assignors do), takes the assignable topics and the rack numbering
 // from it.
 //
-// It is linked into the wasm plugins, so it must compile for GOOS=wasip1 and
-// import only sdk/go/abi and the standard library: no os, no net, no
+// The built-in modules are its Rust port (plugins/internal/groupview/rust)
+// under the Rust ports of those packages, which differential tests hold to
+// the Go answers. It still compiles for GOOS=wasip1, so that a Go guest may
+// link it, and imports only sdk/go/abi and the standard library: no os, no net, no
 // wazero, no franz-go, and nothing else of this repository. It never imports
 // plugins/internal/assignortest, which is for tests.
 //

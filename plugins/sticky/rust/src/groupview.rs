@@ -1,8 +1,9 @@
 //! The parts of plugins/internal/groupview that the sticky assignors use:
-//! assignable topics in name order, and racks numbered as small integers.
+//! assignable topics in name order (compared eight bytes at a time, which
+//! the sticky assignors do thousands of times), and racks numbered as small
+//! integers.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use wasmassign::Request;
 
@@ -65,47 +66,6 @@ pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// The racks of a request numbered the way the rack-aware assignors
-/// (KIP-881) compare them. Racks some member is on have ids 0 to
-/// member_racks-1, in the order the members first name them; racks only
-/// brokers are on have the ids after those.
-pub(crate) struct NumberedRacks {
-    /// member[m] is the rack id of member m, or -1 when it has none.
-    pub(crate) member: Vec<i32>,
-    /// The number of racks some member is on.
-    pub(crate) member_racks: i32,
-    /// The number of distinct racks of members and brokers.
-    pub(crate) total: i32,
-    /// The rack id of every broker that has a rack.
-    pub(crate) broker: HashMap<i32, i32>,
-}
-
-/// Reads the racks of req's members and brokers. It returns None when no
-/// member has a rack: Kafka then never uses rack-aware assignment, so the
-/// brokers are not read at all.
-pub(crate) fn new_racks(req: &Request) -> Option<NumberedRacks> {
-    let mut ids: HashMap<&str, i32> = HashMap::new();
-    let mut member = vec![0i32; req.members.len()];
-    for (m, mem) in req.members.iter().enumerate() {
-        let name = mem.rack.as_str();
-        if name.is_empty() {
-            member[m] = -1;
-            continue;
-        }
-        let next = ids.len() as i32;
-        member[m] = *ids.entry(name).or_insert(next);
-    }
-    if ids.is_empty() {
-        return None;
-    }
-    let member_racks = ids.len() as i32;
-    let mut broker = HashMap::with_capacity(req.brokers.len());
-    for b in &req.brokers {
-        if b.rack.is_empty() {
-            continue;
-        }
-        let next = ids.len() as i32;
-        let id = *ids.entry(b.rack.as_str()).or_insert(next);
-        broker.insert(b.id, id);
-    }
-    Some(NumberedRacks { member, member_racks, total: ids.len() as i32, broker })
-}
+/// (KIP-881) compare them, as the shared port of plugins/internal/groupview
+/// numbers them for every built-in.
+pub(crate) use ::groupview::new_racks;
