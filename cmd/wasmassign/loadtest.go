@@ -240,6 +240,13 @@ func writeLoadtestTable(w io.Writer, cfg loadtest.Config, results []*loadtest.Re
 	row("peak RSS", proc(func(p *loadtest.Process) string { return mib(p.PeakRSS) }), nil)
 	row("RSS per 1000 members", proc(func(p *loadtest.Process) string { return mib(p.RSSPer1000Members) }),
 		func(rt loadtest.Ratios) *float64 { return rt.RSSPer1000Members })
+	row("PSS per 1000 members", proc(func(p *loadtest.Process) string {
+		if p.PSSPer1000Members == 0 {
+			return "n/a" // a kernel without smaps_rollup
+		}
+		return mib(p.PSSPer1000Members)
+	}),
+		func(rt loadtest.Ratios) *float64 { return rt.PSSPer1000Members })
 	row("processes (peak)", proc(func(p *loadtest.Process) string { return fmt.Sprint(p.PeakProcesses) }), nil)
 	row("generator CPU per heartbeat", steady(func(r *loadtest.Result) string {
 		return fmt.Sprintf("%.1fµs", r.GeneratorCPUPerHeartbeat)

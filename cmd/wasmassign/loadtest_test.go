@@ -113,12 +113,12 @@ func TestLoadtest_TableShowsEachTargetAndItsRatio(t *testing.T) {
 		JoinToStable: 2 * time.Second, Heartbeat: lat(200*time.Microsecond, time.Millisecond), Commit: lat(time.Millisecond, 4*time.Millisecond),
 		HeartbeatsOfferedPerSec: 1000, HeartbeatsAnsweredPerSec: 999, Assignment: loadtest.AssignmentCheck{Groups: 100, Valid: 100},
 		Errors:                   map[string]map[string]int64{"JoinGroup": {"MEMBER_ID_REQUIRED": 1000}},
-		Process:                  &loadtest.Process{PID: 42, CPUSeconds: 12, SteadyCPUSeconds: 3, CPUPerHeartbeat: 100, PeakRSS: 200 << 20, RSSPer1000Members: 200 << 20, PeakProcesses: 5},
+		Process:                  &loadtest.Process{PID: 42, CPUSeconds: 12, SteadyCPUSeconds: 3, CPUPerHeartbeat: 100, PeakRSS: 200 << 20, RSSPer1000Members: 200 << 20, PeakPSS: 120 << 20, PSSPer1000Members: 120 << 20, PeakProcesses: 5},
 		GeneratorCPUPerHeartbeat: 40}
 	kf := &loadtest.Result{Target: "kfake", Address: "kfake (own process)", Embedded: true, Groups: 100, Members: 1000, Stable: true,
 		JoinToStable: time.Second, Heartbeat: lat(100*time.Microsecond, 3*time.Millisecond), Commit: lat(time.Millisecond, 2*time.Millisecond),
 		Assignment: loadtest.AssignmentCheck{Groups: 100, Valid: 100},
-		Process:    &loadtest.Process{PID: 43, CPUPerHeartbeat: 150, PeakRSS: 100 << 20, RSSPer1000Members: 100 << 20, PeakProcesses: 1}}
+		Process:    &loadtest.Process{PID: 43, CPUPerHeartbeat: 150, PeakRSS: 100 << 20, RSSPer1000Members: 100 << 20, PeakPSS: 100 << 20, PSSPer1000Members: 100 << 20, PeakProcesses: 1}}
 	bad := &loadtest.Result{Target: "bad\x1b[2J", Address: "h:1", Groups: 100, UnstableGroups: 7, Unstable: []string{"loadtest-x-3: 1 of 10 members synced"}}
 	var b strings.Builder
 	if err := writeLoadtestTable(&b, cfg, []*loadtest.Result{gw, kf, bad}); err != nil {
@@ -128,6 +128,7 @@ func TestLoadtest_TableShowsEachTargetAndItsRatio(t *testing.T) {
 	for _, want := range []string{
 		"kfake/gateway", "join-to-stable", "0.50x", // kfake joined in half the time
 		"heartbeat p99", "3.00x", "commit p99", "CPU per heartbeat", "1.50x", "RSS per 1000 members",
+		"PSS per 1000 members", "0.83x", // kfake over the gateway, whose processes share pages
 		"NOT STABLE (7 groups)", `bad\x1b[2J`, "100/100 groups", "200.0 MiB",
 		"JoinGroup  MEMBER_ID_REQUIRED  1000",
 		"not stable: loadtest-x-3: 1 of 10 members synced",

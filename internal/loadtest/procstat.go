@@ -19,9 +19,12 @@ type treeSample struct {
 	// that of their children already reaped (cutime, cstime), so a
 	// worker process that exits between two samples is still counted.
 	cpu time.Duration
-	// rss is the sum of VmRSS, and procs the number of processes.
-	rss   int64
-	procs int
+	// rss is the sum of VmRSS, pss that of Pss (the processes' own
+	// pages, plus a share of those they map together, the binary's among
+	// them, so that the tree's pages count once), and procs the number
+	// of processes. pss is -1 where the kernel has no smaps_rollup.
+	rss, pss int64
+	procs    int
 }
 
 // procStat is what the generator reads of /proc/PID/stat.
@@ -66,26 +69,37 @@ func readStat(pid int) (procStat, error) {
 
 // readRSS returns VmRSS from /proc/PID/status, in bytes.
 func readRSS(pid int) (int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	return readKB(pid, "status", "VmRSS:")
+}
+
+// readPSS returns Pss from /proc/PID/smaps_rollup, in bytes.
+func readPSS(pid int) (int64, error) {
+	return readKB(pid, "smaps_rollup", "Pss:")
+}
+
+// readKB returns the "key N kB" line of /proc/PID/file in bytes; 0 when
+// the file has no such line (a zombie has no memory).
+func readKB(pid int, file, key string) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + file)
 	if err != nil {
 		return 0, err
 	}
 	for line := range bytes.Lines(b) {
-		rest, ok := bytes.CutPrefix(line, []byte("VmRSS:"))
+		rest, ok := bytes.CutPrefix(line, []byte(key))
 		if !ok {
 			continue
 		}
 		f := bytes.Fields(rest)
 		if len(f) != 2 || string(f[1]) != "kB" {
-			return 0, fmt.Errorf("/proc/%d/status: VmRSS %q", pid, bytes.TrimSpace(rest))
+			return 0, fmt.Errorf("/proc/%d/%s: %s %q", pid, file, key, bytes.TrimSpace(rest))
 		}
 		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/status: VmRSS: %w", pid, err)
+			return 0, fmt.Errorf("/proc/%d/%s: %s %w", pid, file, key, err)
 		}
 		return kb << 10, nil
 	}
-	return 0, nil // a zombie has no memory
+	return 0, nil
 }
 
 // sampleTree reads root and every process descended from it, found by
@@ -118,10 +132,17 @@ func sampleTree(root int) (treeSample, error) {
 		pid := queue[0]
 		s.procs++
 		s.cpu += stats[pid].cpu
-		if rss, err := readRSS(pid); err == nil {
-			s.rss += rss
-		}
 		queue = append(queue, children[pid]...)
+		rss, err := readRSS(pid)
+		if err != nil {
+			continue // exited since the listing
+		}
+		s.rss += rss
+		if pss, err := readPSS(pid); err != nil {
+			s.pss = -1 // a kernel before 4.14
+		} else if s.pss >= 0 {
+			s.pss += pss
+		}
 	}
 	return s, nil
 }
@@ -137,6 +158,7 @@ type sampler struct {
 
 	mu        sync.Mutex
 	peakRSS   int64
+	peakPSS   int64 // -1 once a sample had no PSS
 	peakProcs int
 	err       error
 }
@@ -173,14 +195,19 @@ func (s *sampler) sample() time.Duration {
 		return 0
 	}
 	s.peakRSS = max(s.peakRSS, ts.rss)
+	if ts.pss < 0 || s.peakPSS < 0 {
+		s.peakPSS = -1
+	} else {
+		s.peakPSS = max(s.peakPSS, ts.pss)
+	}
 	s.peakProcs = max(s.peakProcs, ts.procs)
 	return ts.cpu
 }
 
-// finish stops the sampling and returns the peaks, and the first error
-// (the process exited during the run). Calls after the first only return
-// the same.
-func (s *sampler) finish() (peakRSS int64, peakProcs int, err error) {
+// finish stops the sampling and returns the peaks (peakPSS -1 when the
+// kernel gave none), and the first error (the process exited during the
+// run). Calls after the first only return the same.
+func (s *sampler) finish() (peakRSS, peakPSS int64, peakProcs int, err error) {
 	s.stopOnce.Do(func() {
 		close(s.stop)
 		<-s.done
@@ -188,7 +215,7 @@ func (s *sampler) finish() (peakRSS int64, peakProcs int, err error) {
 	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.peakRSS, s.peakProcs, s.err
+	return s.peakRSS, s.peakPSS, s.peakProcs, s.err
 }
 
 // selfCPU is this process's CPU time, without its children: the

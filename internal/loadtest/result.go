@@ -124,6 +124,14 @@ type Process struct {
 	// members.
 	PeakRSS           int64 `json:"peak_rss_bytes"`
 	RSSPer1000Members int64 `json:"rss_per_1000_members_bytes"`
+	// PeakPSS and PSSPer1000Members are the same for the sum of the
+	// processes' proportional set sizes, in which pages that several
+	// processes map (the binary a gateway and its workers share) count
+	// once in all: the memory the tree costs the machine, where the sum of
+	// RSS counts such pages once per process. Zero where the kernel does
+	// not report it.
+	PeakPSS           int64 `json:"peak_pss_bytes,omitempty"`
+	PSSPer1000Members int64 `json:"pss_per_1000_members_bytes,omitempty"`
 	// PeakProcesses is the most processes the tree had at once.
 	PeakProcesses int `json:"peak_processes"`
 	// SampleError is set when sampling failed part-way (the process
@@ -142,6 +150,7 @@ type Ratios struct {
 	CommitP99         *float64 `json:"commit_p99"`
 	CPUPerHeartbeat   *float64 `json:"cpu_per_heartbeat"`
 	RSSPer1000Members *float64 `json:"rss_per_1000_members"`
+	PSSPer1000Members *float64 `json:"pss_per_1000_members"`
 }
 
 // Compare returns target's ratios against ref.
@@ -161,6 +170,7 @@ func Compare(ref, target *Result) Ratios {
 	if ref.Process != nil && target.Process != nil {
 		rt.CPUPerHeartbeat = ratio(target.Process.CPUPerHeartbeat, ref.Process.CPUPerHeartbeat, bothStable)
 		rt.RSSPer1000Members = ratio(float64(target.Process.RSSPer1000Members), float64(ref.Process.RSSPer1000Members), true)
+		rt.PSSPer1000Members = ratio(float64(target.Process.PSSPer1000Members), float64(ref.Process.PSSPer1000Members), true)
 	}
 	return rt
 }

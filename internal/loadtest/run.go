@@ -290,11 +290,15 @@ func (r *run) finish(res *Result, smp *sampler, cpuStart time.Duration) {
 		return
 	}
 	cpuEnd := smp.sample()
-	rss, procs, err := smp.finish()
+	rss, pss, procs, err := smp.finish()
 	p := &Process{PID: smp.pid,
 		CPUSeconds: (cpuEnd - cpuStart).Seconds(), PeakRSS: rss, PeakProcesses: procs}
+	if pss > 0 {
+		p.PeakPSS = pss
+	}
 	if n := r.cfg.TotalMembers(); n > 0 {
 		p.RSSPer1000Members = rss * 1000 / int64(n)
+		p.PSSPer1000Members = p.PeakPSS * 1000 / int64(n)
 	}
 	if err != nil {
 		p.SampleError = err.Error()

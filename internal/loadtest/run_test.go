@@ -109,7 +109,7 @@ func checkSteady(t *testing.T, cfg Config, res *Result) {
 	if res.Assignment.Valid != cfg.Groups || res.AssignmentAtEnd == nil || res.AssignmentAtEnd.Valid != cfg.Groups {
 		t.Errorf("assignment checks: at stable %+v, at the end %+v", res.Assignment, res.AssignmentAtEnd)
 	}
-	if p := res.Process; p == nil || p.PID == os.Getpid() || p.PeakRSS <= 0 || p.PeakProcesses != 1 || p.CPUSeconds <= 0 {
+	if p := res.Process; p == nil || p.PID == os.Getpid() || p.PeakRSS <= 0 || p.PeakPSS <= 0 || p.PeakPSS > p.PeakRSS || p.PeakProcesses != 1 || p.CPUSeconds <= 0 {
 		t.Errorf("process figures of the embedded kfake: %+v", p)
 	}
 }
