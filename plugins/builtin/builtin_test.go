@@ -212,7 +212,9 @@ func TestBuiltins_WasmAnswersLikeNative(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s wasm, request %d: %v", name, i, err)
 			}
-			if !bytes.Equal(abi.AppendResponse(nil, got), abi.AppendResponse(nil, want)) {
+			// The built-ins answer grouped requests (the host sends them
+			// such) with entries over topic lists, which the host expands.
+			if !bytes.Equal(abi.AppendResponse(nil, got.Expanded()), abi.AppendResponse(nil, want)) {
 				t.Fatalf("%s request %d: wasm %+v, native %+v", name, i, got, want)
 			}
 		}

@@ -315,10 +315,19 @@ impl Layout {
     }
 
     /// Builds the response: one assignment per member, in request order,
-    /// with its non-empty windows as topic entries in name order.
+    /// with its non-empty windows as topic entries in name order. When the
+    /// request came in the grouped layout, a run of entries with the same
+    /// partitions becomes one entry over a topic list (round robin and
+    /// range over equally large topics give each member the same ids
+    /// everywhere): a member of 500 such topics then carries one entry
+    /// instead of 500. The host expands it in place, so the entries keep
+    /// their name order whenever the topic table is in name order, as hosts
+    /// send it.
     pub fn response(&self, v: &View) -> Response {
         let mut assignments = Vec::with_capacity(v.req.members.len());
         let mut keyed: Vec<(i32, u32, u32)> = Vec::new();
+        let mut lists = if v.req.topic_lists.is_some() { Some(Lists::default()) } else { None };
+        let mut run: Vec<u32> = Vec::new();
         for (m, mem) in v.req.members.iter().enumerate() {
             keyed.clear();
             for (j, &t) in mem.topics.iter().enumerate() {
@@ -333,14 +342,57 @@ impl Layout {
                 keyed.sort_unstable();
             }
             let mut partitions = Vec::new();
-            for &(_, t, s) in &keyed {
+            let mut i = 0;
+            while i < keyed.len() {
+                let (_, t, s) = keyed[i];
                 let w = self.window(t, s);
-                if !w.is_empty() {
-                    partitions.push(TopicPartitions { topic: t, partitions: w.to_vec(), list: false });
+                i += 1;
+                if w.is_empty() {
+                    continue;
                 }
+                // In the grouped layout, the following topics (ascending)
+                // with the same partitions join this entry's list.
+                run.clear();
+                run.push(t);
+                if lists.is_some() {
+                    while i < keyed.len() {
+                        let (_, t2, s2) = keyed[i];
+                        if t2 <= *run.last().unwrap() || self.window(t2, s2) != w {
+                            break;
+                        }
+                        run.push(t2);
+                        i += 1;
+                    }
+                }
+                let topic = match lists.as_mut() {
+                    Some(l) if run.len() > 1 => l.intern(&run),
+                    _ => t,
+                };
+                partitions.push(TopicPartitions { topic, partitions: w.to_vec(), list: run.len() > 1 });
             }
             assignments.push(MemberAssignment { member: m as u32, partitions, user_data: Vec::new() });
         }
-        Response { assignments, topic_lists: None }
+        Response { assignments, topic_lists: lists.map(|l| l.lists) }
+    }
+}
+
+/// A response's topic-list table, each distinct list once.
+#[derive(Default)]
+struct Lists {
+    lists: Vec<Vec<u32>>,
+    index: HashMap<Vec<u32>, u32>,
+}
+
+impl Lists {
+    /// Returns the index of topics (strictly ascending) in the table,
+    /// adding it when new.
+    fn intern(&mut self, topics: &[u32]) -> u32 {
+        if let Some(&i) = self.index.get(topics) {
+            return i;
+        }
+        let i = self.lists.len() as u32;
+        self.lists.push(topics.to_vec());
+        self.index.insert(topics.to_vec(), i);
+        i
     }
 }
