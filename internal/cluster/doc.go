@@ -2,8 +2,9 @@
 // cluster they front: which shard of the state topic each managed group
 // belongs to (ShardOf), the records that topic holds (Encode, Decode), the
 // topic itself (EnsureStateTopic), how the gateways' leader hands the
-// shards out (Balance), and the lease that keeps a gateway from answering
-// for shards it may have lost (Lease).
+// shards out (Balance), a gateway's member of the gateways' own consumer
+// group as a pure state machine (Membership), and the lease that keeps a
+// gateway from answering for shards it may have lost (Lease).
 //
 // The state topic is compacted and keyed by record: a group's state under
 // its id, and the shard's control records (who claimed or released it, and

@@ -1,0 +1,464 @@
+package cluster
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ShardsProtocol is the one protocol the gateways' group offers: a
+// cooperative (KIP-429) assignment of the state topic's partitions, made by
+// the group's leader with Balance.
+const ShardsProtocol = "wasmassign-shards"
+
+// MembershipConfig is what a gateway's membership in the gateways' own
+// group needs. The group is an ordinary classic consumer group on the
+// upstream, coordinated by Kafka.
+type MembershipConfig struct {
+	// Group is the gateways' group id, Topic the state topic whose
+	// partitions (Shards of them) are handed out.
+	Group, Topic string
+	Shards       int
+	// ID is this gateway's stable identity, its group.instance.id (KIP-345):
+	// a restarted gateway takes its place back, and a paused one that comes
+	// back after its successor joined is fenced. Address is where clients
+	// reach it.
+	ID, Address string
+	// SessionTimeout, RebalanceTimeout and HeartbeatInterval are the
+	// member's Kafka timeouts; Lease is how long a confirmed request lets
+	// the gateway answer for its shards (shorter than SessionTimeout).
+	SessionTimeout, RebalanceTimeout, HeartbeatInterval, Lease time.Duration
+}
+
+// Owner is one gateway of the layout a generation of the gateways' group
+// made, as every member learns it from its assignment.
+type Owner struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	Shards  []int  `json:"shards"`
+}
+
+// Change is what a Membership tells its owner after an answer or a tick:
+// shards it now holds, shards it must stop answering for, and the layout.
+type Change struct {
+	// Assigned are shards newly held from Generation on, received at
+	// ReceivedAt on the clock: the owner may serve them from
+	// Lease.ServableFrom.
+	Assigned   []int
+	Generation int32
+	ReceivedAt time.Duration
+	// Revoked are shards to stop answering for now, and Reason why:
+	// "moved" (the leader gives them to another gateway: release them
+	// cleanly), "lost" (Kafka says this gateway is no longer the member it
+	// was), "lease" (no confirmation in time), "leaving" or "fenced".
+	Revoked []int
+	Reason  string
+	// Layout is every gateway's shards in Generation, when it changed.
+	Layout []Owner
+}
+
+// ErrFenced is the end of a membership whose instance id another live
+// gateway process took (FENCED_INSTANCE_ID): two gateways were given one
+// id, or this one was paused past its session and restarted elsewhere.
+var ErrFenced = errors.New("another gateway runs with this gateway's id")
+
+type memberState int
+
+const (
+	joining memberState = iota
+	syncing
+	stable
+	leaving
+	left
+)
+
+// Membership is one gateway's member of the gateways' group, as a pure
+// state machine: it says which request to send next and learns from the
+// answers, so the I/O (a Kafka client) stays at the edge and tests drive it
+// with a fake clock. It speaks KIP-429 cooperatively: a shard moves only
+// after its holder revoked it, so a membership change stops no other shard.
+//
+// At most one request is in flight: Next gives it, Answered takes its
+// answer. A Membership is not safe for concurrent use.
+type Membership struct {
+	cfg   MembershipConfig
+	clock Clock
+	lease *Lease
+
+	state      memberState
+	inFlight   bool
+	memberID   string
+	generation int32
+	leader     bool
+	members    []kmsg.JoinGroupResponseMember // the leader's, for SyncGroup
+	owned      []int                          // ascending
+	ownedGen   int32
+	layout     []Owner
+	nextBeat   time.Duration
+	retryAt    time.Duration
+	err        error
+	changes    []Change
+}
+
+// NewMembership returns a membership that has not joined yet, read on
+// clock.
+func NewMembership(cfg MembershipConfig, clock Clock) *Membership {
+	return &Membership{cfg: cfg, clock: clock, lease: NewLease(cfg.Lease, clock), ownedGen: -1}
+}
+
+// Lease is the membership's lease on the shards it holds.
+func (m *Membership) Lease() *Lease { return m.lease }
+
+// Owned returns the shards held now, ascending, and the generation they
+// were received in; nil once the lease has run out.
+func (m *Membership) Owned() ([]int, int32) {
+	if !m.lease.Held() {
+		return nil, -1
+	}
+	return slices.Clone(m.owned), m.ownedGen
+}
+
+// Err is why the membership ended for good (ErrFenced), or nil.
+func (m *Membership) Err() error { return m.err }
+
+// Changes returns what changed since the last call, oldest first.
+func (m *Membership) Changes() []Change {
+	c := m.changes
+	m.changes = nil
+	return c
+}
+
+// Leave asks for the membership to end: the shards are revoked at once
+// ("leaving"), and Next then gives the LeaveGroup.
+func (m *Membership) Leave() {
+	if m.state == left || m.state == leaving {
+		return
+	}
+	m.revokeAll("leaving")
+	m.state = leaving
+}
+
+// Next returns the request to send now, or nil and when to ask again.
+func (m *Membership) Next() (kmsg.Request, time.Duration) {
+	now := m.clock()
+	m.checkLease(now)
+	if m.inFlight || m.state == left {
+		return nil, now + time.Hour
+	}
+	if now < m.retryAt {
+		return nil, m.retryAt
+	}
+	var req kmsg.Request
+	switch m.state {
+	case joining:
+		req = m.joinRequest()
+	case syncing:
+		req = m.syncRequest()
+	case stable:
+		if now < m.nextBeat {
+			wake := m.nextBeat
+			if u := m.lease.Until(); u > 0 && u < wake {
+				wake = u
+			}
+			return nil, wake
+		}
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.Generation, hb.MemberID, hb.InstanceID = m.cfg.Group, m.generation, m.memberID, &m.cfg.ID
+		req = hb
+	case leaving:
+		lv := kmsg.NewPtrLeaveGroupRequest()
+		lv.Group = m.cfg.Group
+		lm := kmsg.NewLeaveGroupRequestMember()
+		lm.MemberID, lm.InstanceID = m.memberID, &m.cfg.ID
+		lv.Members = append(lv.Members, lm)
+		req = lv
+	}
+	m.inFlight = true
+	return req, now
+}
+
+// Answered takes the answer to the request Next gave, sent at sentAt on
+// the clock (before its first attempt): resp, or err when no answer came.
+func (m *Membership) Answered(sentAt time.Duration, resp kmsg.Response, err error) {
+	m.inFlight = false
+	now := m.clock()
+	if err != nil {
+		m.retry(now)
+		return
+	}
+	switch r := resp.(type) {
+	case *kmsg.JoinGroupResponse:
+		m.joined(sentAt, now, r)
+	case *kmsg.SyncGroupResponse:
+		m.synced(sentAt, now, r)
+	case *kmsg.HeartbeatResponse:
+		m.beat(sentAt, now, r)
+	case *kmsg.LeaveGroupResponse:
+		m.state = left
+	}
+	m.checkLease(now)
+}
+
+func (m *Membership) joinRequest() kmsg.Request {
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Version = 2
+	meta.Topics = []string{m.cfg.Topic}
+	meta.Generation = m.ownedGen
+	if len(m.owned) > 0 {
+		op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+		op.Topic = m.cfg.Topic
+		for _, s := range m.owned {
+			op.Partitions = append(op.Partitions, int32(s))
+		}
+		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
+	}
+	meta.UserData, _ = json.Marshal(Owner{ID: m.cfg.ID, Address: m.cfg.Address})
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.MemberID, jg.InstanceID = m.cfg.Group, m.memberID, &m.cfg.ID
+	jg.SessionTimeoutMillis = int32(m.cfg.SessionTimeout / time.Millisecond)
+	jg.RebalanceTimeoutMillis = int32(m.cfg.RebalanceTimeout / time.Millisecond)
+	jg.ProtocolType = "consumer"
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = ShardsProtocol, meta.AppendTo(nil)
+	jg.Protocols = append(jg.Protocols, p)
+	return jg
+}
+
+func (m *Membership) joined(sentAt, now time.Duration, r *kmsg.JoinGroupResponse) {
+	switch err := kerr.ErrorForCode(r.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.MemberIDRequired):
+		m.memberID = r.MemberID // KIP-394: join again at once with it
+		return
+	case m.lostOn(err):
+		return
+	default:
+		m.retry(now)
+		return
+	}
+	if len(m.owned) > 0 {
+		m.lease.Confirmed(sentAt) // still a member, holding its shards
+	}
+	m.memberID, m.generation = r.MemberID, r.Generation
+	m.leader = r.LeaderID == r.MemberID
+	m.members = nil
+	if m.leader {
+		m.members = r.Members
+	}
+	m.state = syncing
+}
+
+func (m *Membership) syncRequest() kmsg.Request {
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.Generation, sg.MemberID, sg.InstanceID = m.cfg.Group, m.generation, m.memberID, &m.cfg.ID
+	pt, pn := "consumer", ShardsProtocol
+	sg.ProtocolType, sg.Protocol = &pt, &pn
+	if m.leader {
+		for memberID, a := range m.assign() {
+			ga := kmsg.NewSyncGroupRequestGroupAssignment()
+			ga.MemberID, ga.MemberAssignment = memberID, a
+			sg.GroupAssignment = append(sg.GroupAssignment, ga)
+		}
+		slices.SortFunc(sg.GroupAssignment, func(a, b kmsg.SyncGroupRequestGroupAssignment) int {
+			return cmp.Compare(a.MemberID, b.MemberID)
+		})
+	}
+	return sg
+}
+
+// assign is the leader's work: Balance over the members' claims, and each
+// member's assignment, which carries the whole layout so that every
+// gateway can route clients to the owner of any group.
+func (m *Membership) assign() map[string][]byte {
+	var ms []Member
+	byGateway := map[string]string{} // gateway id -> member id
+	addr := map[string]string{}
+	for _, jm := range m.members {
+		var meta kmsg.ConsumerMemberMetadata
+		if meta.ReadFrom(jm.ProtocolMetadata) != nil {
+			continue // not a gateway's subscription: it gets nothing
+		}
+		var o Owner
+		if json.Unmarshal(meta.UserData, &o) != nil || o.ID == "" {
+			continue
+		}
+		c := Member{ID: o.ID, ClaimGeneration: meta.Generation}
+		for _, op := range meta.OwnedPartitions {
+			if op.Topic == m.cfg.Topic {
+				for _, p := range op.Partitions {
+					c.Claimed = append(c.Claimed, int(p))
+				}
+			}
+		}
+		if _, dup := byGateway[o.ID]; !dup {
+			byGateway[o.ID], addr[o.ID] = jm.MemberID, o.Address
+			ms = append(ms, c)
+		}
+	}
+	owners := Balance(m.cfg.Shards, ms)
+	shardsOf := map[string][]int{}
+	for s, id := range owners {
+		if id != "" {
+			shardsOf[id] = append(shardsOf[id], s)
+		}
+	}
+	var layout []Owner
+	for id := range byGateway {
+		layout = append(layout, Owner{ID: id, Address: addr[id], Shards: shardsOf[id]})
+	}
+	slices.SortFunc(layout, func(a, b Owner) int { return cmp.Compare(a.ID, b.ID) })
+	ud, _ := json.Marshal(layout)
+	out := map[string][]byte{}
+	for id, memberID := range byGateway {
+		a := kmsg.NewConsumerMemberAssignment()
+		a.Version = 1
+		t := kmsg.NewConsumerMemberAssignmentTopic()
+		t.Topic = m.cfg.Topic
+		for _, s := range shardsOf[id] {
+			t.Partitions = append(t.Partitions, int32(s))
+		}
+		a.Topics = append(a.Topics, t)
+		a.UserData = ud
+		out[memberID] = a.AppendTo(nil)
+	}
+	for _, jm := range m.members {
+		if _, ok := out[jm.MemberID]; !ok {
+			out[jm.MemberID] = nil // a member that is no gateway, or a duplicate id
+		}
+	}
+	return out
+}
+
+func (m *Membership) synced(sentAt, now time.Duration, r *kmsg.SyncGroupResponse) {
+	switch err := kerr.ErrorForCode(r.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.RebalanceInProgress):
+		m.state = joining
+		return
+	case m.lostOn(err):
+		return
+	default:
+		m.state = joining
+		m.retry(now)
+		return
+	}
+	var a kmsg.ConsumerMemberAssignment
+	var layout []Owner
+	var got []int
+	if len(r.MemberAssignment) > 0 {
+		if err := a.ReadFrom(r.MemberAssignment); err != nil {
+			m.state = joining // a leader that is no gateway: ask again
+			m.retry(now)
+			return
+		}
+		for _, t := range a.Topics {
+			if t.Topic != m.cfg.Topic {
+				continue
+			}
+			for _, p := range t.Partitions {
+				if p >= 0 && int(p) < m.cfg.Shards {
+					got = append(got, int(p))
+				}
+			}
+		}
+		_ = json.Unmarshal(a.UserData, &layout)
+	}
+	slices.Sort(got)
+	got = slices.Compact(got)
+	m.lease.Confirmed(sentAt)
+	var revoked, added []int
+	for _, s := range m.owned {
+		if !slices.Contains(got, s) {
+			revoked = append(revoked, s)
+		}
+	}
+	for _, s := range got {
+		if !slices.Contains(m.owned, s) {
+			added = append(added, s)
+		}
+	}
+	m.owned, m.ownedGen, m.layout = got, m.generation, layout
+	m.changes = append(m.changes, Change{Assigned: added, Generation: m.generation, ReceivedAt: sentAt,
+		Revoked: revoked, Reason: reasonIf(revoked, "moved"), Layout: layout})
+	m.state = stable
+	m.nextBeat = now + m.cfg.HeartbeatInterval
+	if len(revoked) > 0 {
+		// KIP-429: rejoin at once without them, so that the leader can
+		// give them out in the next generation.
+		m.state = joining
+	}
+}
+
+func (m *Membership) beat(sentAt, now time.Duration, r *kmsg.HeartbeatResponse) {
+	m.nextBeat = now + m.cfg.HeartbeatInterval
+	switch err := kerr.ErrorForCode(r.ErrorCode); {
+	case err == nil:
+		m.lease.Confirmed(sentAt)
+	case errors.Is(err, kerr.RebalanceInProgress):
+		// Still a member of this generation, holding its shards: the
+		// cooperative rebalance keeps them until the leader moves them.
+		m.lease.Confirmed(sentAt)
+		m.state = joining
+	case m.lostOn(err):
+	default:
+		m.retry(now)
+	}
+}
+
+// lostOn handles the errors that say this gateway is no longer the member
+// it was, and reports whether err was one.
+func (m *Membership) lostOn(err error) bool {
+	switch {
+	case errors.Is(err, kerr.FencedInstanceID):
+		m.revokeAll("fenced")
+		m.err = fmt.Errorf("gateways' group %s, instance %s: %w", m.cfg.Group, m.cfg.ID, ErrFenced)
+		m.state = left
+		return true
+	case errors.Is(err, kerr.UnknownMemberID), errors.Is(err, kerr.IllegalGeneration):
+		m.revokeAll("lost")
+		if errors.Is(err, kerr.UnknownMemberID) {
+			m.memberID = ""
+		}
+		m.state = joining
+		return true
+	}
+	return false
+}
+
+// checkLease revokes everything once the lease has run out: another
+// gateway may be given the shards from now on.
+func (m *Membership) checkLease(now time.Duration) {
+	if len(m.owned) > 0 && !m.lease.Held() {
+		m.revokeAll("lease")
+		if m.state == stable || m.state == syncing {
+			m.state = joining
+		}
+	}
+}
+
+func (m *Membership) revokeAll(reason string) {
+	if len(m.owned) > 0 {
+		m.changes = append(m.changes, Change{Revoked: m.owned, Reason: reason, Generation: m.ownedGen})
+	}
+	m.owned, m.ownedGen = nil, -1
+	m.lease.Lost()
+}
+
+// retry waits a heartbeat interval (at least 100 ms) before the next
+// request: the coordinator was unreachable or not ready.
+func (m *Membership) retry(now time.Duration) {
+	m.retryAt = now + max(m.cfg.HeartbeatInterval, 100*time.Millisecond)
+}
+
+func reasonIf(revoked []int, reason string) string {
+	if len(revoked) == 0 {
+		return ""
+	}
+	return reason
+}
