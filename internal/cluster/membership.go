@@ -135,11 +135,15 @@ func (m *Membership) Changes() []Change {
 }
 
 // Leave asks for the membership to end: the shards are revoked at once
-// ("leaving"), and Next then gives the LeaveGroup.
+// ("leaving", or "lease" when the lease has run out), and Next then gives
+// the LeaveGroup.
 func (m *Membership) Leave() {
 	if m.state == left || m.state == leaving {
 		return
 	}
+	// A lease that ran out while the process was stopped ends first: its
+	// shards may be another's already, so this is no clean release.
+	m.checkLease(m.clock())
 	m.revokeAll("leaving")
 	m.state = leaving
 }
@@ -192,6 +196,14 @@ func (m *Membership) Answered(sentAt time.Duration, resp kmsg.Response, err erro
 		m.retry(now)
 		return
 	}
+	if m.state == leaving || m.state == left {
+		// Whatever was in flight when Leave came no longer counts: a late
+		// SyncGroup answer must not hand the shards back.
+		if _, ok := resp.(*kmsg.LeaveGroupResponse); ok {
+			m.state = left
+		}
+		return
+	}
 	switch r := resp.(type) {
 	case *kmsg.JoinGroupResponse:
 		m.joined(sentAt, now, r)
@@ -199,8 +211,6 @@ func (m *Membership) Answered(sentAt time.Duration, resp kmsg.Response, err erro
 		m.synced(sentAt, now, r)
 	case *kmsg.HeartbeatResponse:
 		m.beat(sentAt, now, r)
-	case *kmsg.LeaveGroupResponse:
-		m.state = left
 	}
 	m.checkLease(now)
 }

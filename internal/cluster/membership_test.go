@@ -287,3 +287,21 @@ func TestMembership_LeavingRevokesFirstThenLeaves(t *testing.T) {
 		t.Fatalf("after leaving it sends %T", req)
 	}
 }
+
+// TestMembership_AnAnswerThatArrivesAfterLeaveHandsNothingBack: a SyncGroup
+// in flight when Leave came must not give the shards back when its answer
+// lands (the ownership test found it).
+func TestMembership_AnAnswerThatArrivesAfterLeaveHandsNothingBack(t *testing.T) {
+	clk := &fakeClock{now: time.Minute}
+	m := testMembership("gw-1", clk)
+	sg := joinedAlone(t, m, clk, 1) // the SyncGroup is in flight
+	m.Leave()
+	answerSync(t, m, clk, sg, sg.MemberID)
+	if owned, _ := m.Owned(); owned != nil {
+		t.Fatalf("owns %v after leaving", owned)
+	}
+	if ch := m.Changes(); len(ch) != 0 {
+		t.Fatalf("changes after leaving: %+v", ch)
+	}
+	next[*kmsg.LeaveGroupRequest](t, m)
+}
