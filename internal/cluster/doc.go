@@ -3,8 +3,9 @@
 // belongs to (ShardOf), the records that topic holds (Encode, Decode), the
 // topic itself (EnsureStateTopic), how the gateways' leader hands the
 // shards out (Balance), a gateway's member of the gateways' own consumer
-// group as a pure state machine (Membership), what a new owner rebuilds
-// from a shard's records (LoadShard), and the lease that keeps a gateway
+// group as a pure state machine (Membership), how a new owner reads a
+// shard to its own claim (ReadShard) and rebuilds it from the records
+// (LoadShard), and the lease that keeps a gateway
 // from answering for shards it may have lost (Lease).
 //
 // The state topic is compacted and keyed by record: a group's state under

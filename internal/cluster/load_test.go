@@ -14,8 +14,7 @@ const loadShards = 4
 
 func stateRec(t *testing.T, group string, gen int32, w Writer) RawRecord {
 	t.Helper()
-	return encoded(t, Record{Kind: KindState, Group: group, Writer: w,
-		State: &coordinator.GroupState{Group: group, State: "Stable", Generation: gen}})
+	return encoded(t, Record{Kind: KindState, Group: group, Writer: w, State: stateOf(group, gen)})
 }
 
 func encoded(t *testing.T, r Record) RawRecord {
