@@ -5,7 +5,8 @@
 // shards out (Balance), a gateway's member of the gateways' own consumer
 // group as a pure state machine (Membership), how a new owner reads a
 // shard to its own claim (ReadShard) and rebuilds it from the records
-// (LoadShard), and the lease that keeps a gateway
+// (LoadShard), the fenced writes of a shard's owner (OpenShard), and the
+// lease that keeps a gateway
 // from answering for shards it may have lost (Lease).
 //
 // The state topic is compacted and keyed by record: a group's state under
