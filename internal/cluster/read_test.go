@@ -17,14 +17,9 @@ import (
 // claim; the read returns the states and the claim in order, nothing of
 // the aborted transaction, and nothing of the other shard.
 func TestReadShard_ReadsCommittedRecordsUpToTheReadersOwnClaim(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, cl := kfakeClient(t)
-	const topic = "wasmassign-t-state"
-	if _, err := EnsureStateTopic(ctx, cl, topic, 2); err != nil {
-		t.Fatal(err)
-	}
-	seeds := kgo.SeedBrokers(c.ListenAddrs()...)
+	ctx, opts := kfakeStateTopic(t)
+	seeds := opts[0]
+	const topic = testTopic
 	produce := func(cl *kgo.Client, shard int32, r Record) {
 		t.Helper()
 		k, v, err := Encode(r)
@@ -97,6 +92,22 @@ func TestReadShard_ReadsCommittedRecordsUpToTheReadersOwnClaim(t *testing.T) {
 	if _, err := ReadShard(short, []kgo.Opt{seeds}, topic, 0, func(RawRecord) bool { return false }); err == nil {
 		t.Fatal("a read with no end returned")
 	}
+}
+
+// testTopic is the state topic of the tests on kfake, of two shards.
+const testTopic = "wasmassign-t-state"
+
+// kfakeStateTopic starts kfake with testTopic and returns a context bounding
+// the test and the options of a client of the cluster.
+func kfakeStateTopic(t *testing.T) (context.Context, []kgo.Opt) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	c, cl := kfakeClient(t)
+	if _, err := EnsureStateTopic(ctx, cl, testTopic, 2); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
 }
 
 func stateOf(group string, gen int32) *coordinator.GroupState {

@@ -2,12 +2,8 @@ package cluster
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestOpenShard_TheNextOwnersClaimFencesThePreviousOwner: A claims a shard
@@ -15,14 +11,8 @@ import (
 // never read; B's read up to its claim shows A's first state, and B's
 // release makes the shard clean.
 func TestOpenShard_TheNextOwnersClaimFencesThePreviousOwner(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, cl := kfakeClient(t)
-	const topic = "wasmassign-t-state"
-	if _, err := EnsureStateTopic(ctx, cl, topic, 2); err != nil {
-		t.Fatal(err)
-	}
-	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+	ctx, opts := kfakeStateTopic(t)
+	const topic = testTopic
 	a, b := Writer{ID: "gw-a", Incarnation: 1}, Writer{ID: "gw-b", Incarnation: 1}
 	wa, err := OpenShard(ctx, opts, "t", topic, 0, a)
 	if err != nil {
