@@ -37,12 +37,39 @@ type MembershipConfig struct {
 }
 
 // Owner is one gateway of the layout a generation of the gateways' group
-// made, as every member learns it from its assignment.
+// made, as every member learns it from its assignment. Refused says why a
+// gateway got no shards at all: it cannot write the cluster's format.
 type Owner struct {
 	ID      string `json:"id"`
 	Address string `json:"address"`
 	Shards  []int  `json:"shards"`
+	Refused string `json:"refused,omitempty"`
 }
+
+// gatewayInfo is what a gateway says of itself in its subscription's user
+// data: who it is, where clients reach it, and the record formats it can
+// write, oldest and newest.
+type gatewayInfo struct {
+	ID        string `json:"id"`
+	Address   string `json:"address"`
+	MinFormat byte   `json:"min_format"`
+	MaxFormat byte   `json:"max_format"`
+}
+
+// layoutData is what the leader writes into every assignment: the format
+// every gateway writes (the newest that all of them can), and the layout.
+type layoutData struct {
+	Format byte    `json:"format"`
+	Owners []Owner `json:"owners"`
+}
+
+// minFormat is the oldest record format this gateway writes: FormatVersion
+// is the only one so far.
+const minFormat = 1
+
+// ErrRefused ends the membership of a gateway the cluster cannot take: the
+// oldest record format it writes is newer than another gateway reads.
+var ErrRefused = errors.New("refused by the cluster")
 
 // Change is what a Membership tells its owner after an answer or a tick:
 // shards it now holds, shards it must stop answering for, and the layout.
@@ -59,8 +86,10 @@ type Change struct {
 	// was), "lease" (no confirmation in time), "leaving" or "fenced".
 	Revoked []int
 	Reason  string
-	// Layout is every gateway's shards in Generation, when it changed.
+	// Layout is every gateway's shards in Generation, when it changed, and
+	// Format the record format every gateway writes in it.
 	Layout []Owner
+	Format byte
 }
 
 // ErrFenced is the end of a membership whose instance id another live
@@ -124,7 +153,8 @@ func (m *Membership) Owned() ([]int, int32) {
 	return slices.Clone(m.owned), m.ownedGen
 }
 
-// Err is why the membership ended for good (ErrFenced), or nil.
+// Err is why the membership ended for good (ErrFenced, ErrRefused), or
+// nil.
 func (m *Membership) Err() error { return m.err }
 
 // Changes returns what changed since the last call, oldest first.
@@ -228,7 +258,7 @@ func (m *Membership) joinRequest() kmsg.Request {
 		}
 		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
 	}
-	meta.UserData, _ = json.Marshal(Owner{ID: m.cfg.ID, Address: m.cfg.Address})
+	meta.UserData, _ = json.Marshal(gatewayInfo{ID: m.cfg.ID, Address: m.cfg.Address, MinFormat: minFormat, MaxFormat: FormatVersion})
 	jg := kmsg.NewPtrJoinGroupRequest()
 	jg.Group, jg.MemberID, jg.InstanceID = m.cfg.Group, m.memberID, &m.cfg.ID
 	jg.SessionTimeoutMillis = int32(m.cfg.SessionTimeout / time.Millisecond)
@@ -288,16 +318,18 @@ func (m *Membership) syncRequest() kmsg.Request {
 func (m *Membership) assign() map[string][]byte {
 	var ms []Member
 	byGateway := map[string]string{} // gateway id -> member id
-	addr := map[string]string{}
+	info := map[string]gatewayInfo{}
+	format := byte(FormatVersion)
 	for _, jm := range m.members {
 		var meta kmsg.ConsumerMemberMetadata
 		if meta.ReadFrom(jm.ProtocolMetadata) != nil {
 			continue // not a gateway's subscription: it gets nothing
 		}
-		var o Owner
+		var o gatewayInfo
 		if json.Unmarshal(meta.UserData, &o) != nil || o.ID == "" {
 			continue
 		}
+		o.MinFormat, o.MaxFormat = max(o.MinFormat, 1), max(o.MaxFormat, o.MinFormat, 1)
 		c := Member{ID: o.ID, ClaimGeneration: meta.Generation}
 		for _, op := range meta.OwnedPartitions {
 			if op.Topic == m.cfg.Topic {
@@ -307,10 +339,14 @@ func (m *Membership) assign() map[string][]byte {
 			}
 		}
 		if _, dup := byGateway[o.ID]; !dup {
-			byGateway[o.ID], addr[o.ID] = jm.MemberID, o.Address
+			byGateway[o.ID], info[o.ID] = jm.MemberID, o
+			format = min(format, o.MaxFormat)
 			ms = append(ms, c)
 		}
 	}
+	// Every gateway writes the newest format all of them can read; one
+	// whose oldest is newer than that is refused, and gets nothing.
+	ms = slices.DeleteFunc(ms, func(c Member) bool { return info[c.ID].MinFormat > format })
 	owners := Balance(m.cfg.Shards, ms)
 	shardsOf := map[string][]int{}
 	for s, id := range owners {
@@ -319,11 +355,15 @@ func (m *Membership) assign() map[string][]byte {
 		}
 	}
 	var layout []Owner
-	for id := range byGateway {
-		layout = append(layout, Owner{ID: id, Address: addr[id], Shards: shardsOf[id]})
+	for id, o := range info {
+		ow := Owner{ID: id, Address: o.Address, Shards: shardsOf[id]}
+		if o.MinFormat > format {
+			ow.Refused = fmt.Sprintf("it writes state records in format %d or newer, and another gateway of the cluster reads only up to format %d: upgrade the others first", o.MinFormat, format)
+		}
+		layout = append(layout, ow)
 	}
 	slices.SortFunc(layout, func(a, b Owner) int { return cmp.Compare(a.ID, b.ID) })
-	ud, _ := json.Marshal(layout)
+	ud, _ := json.Marshal(layoutData{Format: format, Owners: layout})
 	out := map[string][]byte{}
 	for id, memberID := range byGateway {
 		a := kmsg.NewConsumerMemberAssignment()
@@ -359,7 +399,7 @@ func (m *Membership) synced(sentAt, now time.Duration, r *kmsg.SyncGroupResponse
 		return
 	}
 	var a kmsg.ConsumerMemberAssignment
-	var layout []Owner
+	var ld layoutData
 	var got []int
 	if len(r.MemberAssignment) > 0 {
 		if err := a.ReadFrom(r.MemberAssignment); err != nil {
@@ -377,10 +417,19 @@ func (m *Membership) synced(sentAt, now time.Duration, r *kmsg.SyncGroupResponse
 				}
 			}
 		}
-		_ = json.Unmarshal(a.UserData, &layout)
+		_ = json.Unmarshal(a.UserData, &ld)
 	}
 	slices.Sort(got)
 	got = slices.Compact(got)
+	layout := ld.Owners
+	for _, o := range layout {
+		if o.ID == m.cfg.ID && o.Refused != "" {
+			m.revokeAll("refused")
+			m.err = fmt.Errorf("gateways' group %s, gateway %s: %w: %s", m.cfg.Group, m.cfg.ID, ErrRefused, o.Refused)
+			m.state = leaving
+			return
+		}
+	}
 	m.lease.Confirmed(sentAt)
 	var revoked, added []int
 	for _, s := range m.owned {
@@ -395,7 +444,7 @@ func (m *Membership) synced(sentAt, now time.Duration, r *kmsg.SyncGroupResponse
 	}
 	m.owned, m.ownedGen, m.layout = got, m.generation, layout
 	m.changes = append(m.changes, Change{Assigned: added, Generation: m.generation, ReceivedAt: sentAt,
-		Revoked: revoked, Reason: reasonIf(revoked, "moved"), Layout: layout})
+		Revoked: revoked, Reason: reasonIf(revoked, "moved"), Layout: layout, Format: ld.Format})
 	m.state = stable
 	m.nextBeat = now + m.cfg.HeartbeatInterval
 	if len(revoked) > 0 {

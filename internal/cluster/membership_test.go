@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,9 +187,9 @@ func TestMembership_ANewGatewayGetsShardsOnlyAfterTheHolderRevokedThem(t *testin
 	if len(cb) != 1 || !slices.Equal(cb[0].Assigned, ca0Revoked(t, ca, a)) {
 		t.Fatalf("generation 3: the newcomer got %+v; the holder kept %v", cb, ownedOf(a))
 	}
-	var layout []Owner
-	if err := json.Unmarshal(mustAssignment(t, sa, sb.MemberID).UserData, &layout); err != nil || len(layout) != 2 {
-		t.Fatalf("layout %+v (%v)", layout, err)
+	var ld layoutData
+	if err := json.Unmarshal(mustAssignment(t, sa, sb.MemberID).UserData, &ld); err != nil || len(ld.Owners) != 2 || ld.Format != FormatVersion {
+		t.Fatalf("layout %+v (%v)", ld, err)
 	}
 }
 
@@ -304,4 +305,48 @@ func TestMembership_AnAnswerThatArrivesAfterLeaveHandsNothingBack(t *testing.T) 
 		t.Fatalf("changes after leaving: %+v", ch)
 	}
 	next[*kmsg.LeaveGroupRequest](t, m)
+}
+
+// TestMembership_AGatewayThatCannotWriteTheClustersFormatIsRefused: the
+// leader gives a member whose oldest format is newer than the cluster's
+// nothing and marks it refused, and that member ends with ErrRefused,
+// naming the cause, and leaves.
+func TestMembership_AGatewayThatCannotWriteTheClustersFormatIsRefused(t *testing.T) {
+	clk := &fakeClock{now: time.Minute}
+	leader, newer := testMembership("gw-a", clk), testMembership("gw-z", clk)
+	ja := next[*kmsg.JoinGroupRequest](t, leader)
+	ja.MemberID = "m-a"
+	// gw-z's subscription says it writes formats 2 to 3 only.
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Version, meta.Topics, meta.Generation = 2, []string{"wasmassign-t-state"}, -1
+	meta.UserData = []byte(`{"id":"gw-z","address":"gw-z:9092","min_format":2,"max_format":3}`)
+	resp := kmsg.NewPtrJoinGroupResponse()
+	resp.Generation, resp.MemberID, resp.LeaderID = 1, "m-a", "m-a"
+	for _, jm := range []struct {
+		id   string
+		meta []byte
+	}{{"m-a", ja.Protocols[0].Metadata}, {"m-z", meta.AppendTo(nil)}} {
+		m := kmsg.NewJoinGroupResponseMember()
+		m.MemberID, m.ProtocolMetadata = jm.id, jm.meta
+		resp.Members = append(resp.Members, m)
+	}
+	leader.Answered(clk.now, resp, nil)
+	sg := next[*kmsg.SyncGroupRequest](t, leader)
+	if a := mustAssignment(t, sg, "m-a"); len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 4 {
+		t.Fatalf("the leader's own assignment %+v, want every shard", a)
+	}
+	if a := mustAssignment(t, sg, "m-z"); len(a.Topics[0].Partitions) != 0 {
+		t.Fatalf("the refused gateway got %v", a.Topics[0].Partitions)
+	}
+	// gw-z reads its assignment.
+	next[*kmsg.JoinGroupRequest](t, newer)
+	jr := kmsg.NewPtrJoinGroupResponse()
+	jr.Generation, jr.MemberID, jr.LeaderID = 1, "m-z", "m-a"
+	newer.Answered(clk.now, jr, nil)
+	next[*kmsg.SyncGroupRequest](t, newer)
+	answerSync(t, newer, clk, sg, "m-z")
+	if err := newer.Err(); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "reads only up to format 1") {
+		t.Fatalf("the refused gateway's error: %v", err)
+	}
+	next[*kmsg.LeaveGroupRequest](t, newer)
 }
