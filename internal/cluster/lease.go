@@ -65,8 +65,9 @@ func Slack(length time.Duration) time.Duration { return 250*time.Millisecond + l
 // answer for it. With clean set (the shard's log ends with a release its
 // last owner wrote once it was answering: it stopped before it wrote it) it
 // is at once. A release written before its writer's own ServableFrom is
-// not clean: an owner before that writer may still hold its lease. Otherwise the last owner may still hold a lease, taken from a
-// request it sent before this generation began, so before receivedAt: it
+// not clean: an owner before that writer may still hold its lease.
+// Otherwise the last owner may still hold a lease, taken from a request it
+// sent before this generation began, so before receivedAt: it
 // ends within a lease's length of receivedAt, by the last owner's clock,
 // and the slack covers the two clocks' rates.
 func (l *Lease) ServableFrom(receivedAt time.Duration, clean bool) time.Duration {

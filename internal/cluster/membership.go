@@ -128,7 +128,6 @@ type Membership struct {
 	members    []kmsg.JoinGroupResponseMember // the leader's, for SyncGroup
 	owned      []int                          // ascending
 	ownedGen   int32
-	layout     []Owner
 	nextBeat   time.Duration
 	retryAt    time.Duration
 	err        error
@@ -316,9 +315,12 @@ func (m *Membership) syncRequest() kmsg.Request {
 // member's assignment, which carries the whole layout so that every
 // gateway can route clients to the owner of any group.
 func (m *Membership) assign() map[string][]byte {
-	var ms []Member
-	byGateway := map[string]string{} // gateway id -> member id
-	info := map[string]gatewayInfo{}
+	type gateway struct {
+		memberID string
+		info     gatewayInfo
+		claim    Member
+	}
+	gateways := map[string]gateway{} // by gateway id; the first member of an id counts
 	format := byte(FormatVersion)
 	for _, jm := range m.members {
 		var meta kmsg.ConsumerMemberMetadata
@@ -338,15 +340,19 @@ func (m *Membership) assign() map[string][]byte {
 				}
 			}
 		}
-		if _, dup := byGateway[o.ID]; !dup {
-			byGateway[o.ID], info[o.ID] = jm.MemberID, o
+		if _, dup := gateways[o.ID]; !dup {
+			gateways[o.ID] = gateway{memberID: jm.MemberID, info: o, claim: c}
 			format = min(format, o.MaxFormat)
-			ms = append(ms, c)
 		}
 	}
 	// Every gateway writes the newest format all of them can read; one
 	// whose oldest is newer than that is refused, and gets nothing.
-	ms = slices.DeleteFunc(ms, func(c Member) bool { return info[c.ID].MinFormat > format })
+	var ms []Member
+	for _, g := range gateways {
+		if g.info.MinFormat <= format {
+			ms = append(ms, g.claim)
+		}
+	}
 	owners := Balance(m.cfg.Shards, ms)
 	shardsOf := map[string][]int{}
 	for s, id := range owners {
@@ -355,17 +361,17 @@ func (m *Membership) assign() map[string][]byte {
 		}
 	}
 	var layout []Owner
-	for id, o := range info {
-		ow := Owner{ID: id, Address: o.Address, Shards: shardsOf[id]}
-		if o.MinFormat > format {
-			ow.Refused = fmt.Sprintf("it writes state records in format %d or newer, and another gateway of the cluster reads only up to format %d: upgrade the others first", o.MinFormat, format)
+	for id, g := range gateways {
+		ow := Owner{ID: id, Address: g.info.Address, Shards: shardsOf[id]}
+		if g.info.MinFormat > format {
+			ow.Refused = fmt.Sprintf("it writes state records in format %d or newer, and another gateway of the cluster reads only up to format %d: upgrade the others first", g.info.MinFormat, format)
 		}
 		layout = append(layout, ow)
 	}
 	slices.SortFunc(layout, func(a, b Owner) int { return cmp.Compare(a.ID, b.ID) })
 	ud, _ := json.Marshal(layoutData{Format: format, Owners: layout})
 	out := map[string][]byte{}
-	for id, memberID := range byGateway {
+	for id, g := range gateways {
 		a := kmsg.NewConsumerMemberAssignment()
 		a.Version = 1
 		t := kmsg.NewConsumerMemberAssignmentTopic()
@@ -375,7 +381,7 @@ func (m *Membership) assign() map[string][]byte {
 		}
 		a.Topics = append(a.Topics, t)
 		a.UserData = ud
-		out[memberID] = a.AppendTo(nil)
+		out[g.memberID] = a.AppendTo(nil)
 	}
 	for _, jm := range m.members {
 		if _, ok := out[jm.MemberID]; !ok {
@@ -442,7 +448,7 @@ func (m *Membership) synced(sentAt, now time.Duration, r *kmsg.SyncGroupResponse
 			added = append(added, s)
 		}
 	}
-	m.owned, m.ownedGen, m.layout = got, m.generation, layout
+	m.owned, m.ownedGen = got, m.generation
 	m.changes = append(m.changes, Change{Assigned: added, Generation: m.generation, ReceivedAt: sentAt,
 		Revoked: revoked, Reason: reasonIf(revoked, "moved"), Layout: layout, Format: ld.Format})
 	m.state = stable

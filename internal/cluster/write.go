@@ -52,16 +52,14 @@ func OpenShard(ctx context.Context, opts []kgo.Opt, name, topic string, shard in
 	return w, nil
 }
 
-// Write commits recs to the shard in one transaction. A state record's
-// Writer is set to the owner's. It fails with ErrFencedWrite once a later
+// Write commits recs to the shard in one transaction, each record's Writer
+// set to the owner's. It fails with ErrFencedWrite once a later
 // owner has claimed the shard; nothing of recs is then visible to a
 // read_committed reader.
 func (w *ShardWriter) Write(ctx context.Context, recs []Record) error {
 	krs := make([]*kgo.Record, 0, len(recs))
 	for _, r := range recs {
-		if r.Kind == KindState && r.State != nil || r.Kind == KindClaim || r.Kind == KindRelease {
-			r.Writer = w.writer
-		}
+		r.Writer = w.writer
 		k, v, err := Encode(r)
 		if err != nil {
 			return fmt.Errorf("state topic %q, shard %d: %w", w.topic, w.shard, err)
