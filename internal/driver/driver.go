@@ -210,18 +210,10 @@ func Start(cfg Config) (*Driver, error) {
 	}
 	d.timer.Stop()
 	if len(cfg.Restore) > 0 {
-		out, err := coord.Restore(d.now(), cfg.Restore)
-		if err != nil {
+		if err := d.restore(cfg.Restore); err != nil {
 			cancel()
 			return nil, fmt.Errorf("group coordinator: restoring saved state: %w", err)
 		}
-		d.apply(out)
-		// Restoring moves no group through a transition, so no event
-		// names them: report them all.
-		for _, gs := range cfg.Restore {
-			d.name(gs.Group)
-		}
-		d.report()
 	}
 	go d.loop()
 	return d, nil
@@ -318,6 +310,32 @@ func (d *Driver) SetMetadata(md *coordinator.Metadata, asked []string) error {
 		}
 		d.apply(d.coord.SetMetadata(d.now(), md))
 	})
+}
+
+// Load takes over groups from the state another gateway saved of them
+// (see coordinator.Coordinator.Restore): their members carry on with the
+// generation and assignment they have. Loading a group the coordinator
+// already holds fails, and loads none of states from that one on.
+func (d *Driver) Load(states []coordinator.GroupState) error {
+	var err error
+	if cerr := d.do(func() { err = d.restore(states) }); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// restore loads states into the coordinator and reports them. It runs on
+// the loop, or before it starts.
+func (d *Driver) restore(states []coordinator.GroupState) error {
+	out, err := d.coord.Restore(d.now(), states)
+	d.apply(out)
+	// Restoring moves no group through a transition, so no event names
+	// them: report them all.
+	for _, gs := range states {
+		d.name(gs.Group)
+	}
+	d.report()
+	return err
 }
 
 // Unload gives groups up to another gateway without ending them (see

@@ -167,3 +167,61 @@ func TestDriver_GroupStateHooksFollowEveryStep(t *testing.T) {
 	}
 	rec.agree(t, d, "unloaded", "restored")
 }
+
+// TestDriver_LoadTakesAGroupOverWithItsGenerationAndAssignment moves a
+// stable group from one driver to another the way a gateway cluster moves
+// it: the first exports and unloads it, the second loads what was
+// exported. Its members heartbeat and commit at the new driver with the
+// generation they had, with no rebalance; loading a group the driver holds
+// is refused and changes nothing.
+func TestDriver_LoadTakesAGroupOverWithItsGenerationAndAssignment(t *testing.T) {
+	startDriver := func() *driver.Driver {
+		t.Helper()
+		d, err := driver.Start(driver.Config{
+			// The delay lets the members join one generation together.
+			Coordinator: coordinator.Config{Default: coordinator.GroupConfig{InitialRebalanceDelay: 200 * time.Millisecond}, Served: coordinator.ServedProtocols{"range": "range"}},
+			Plugins:     nativeRange{},
+			Forwarder:   acceptAll{},
+			Logger:      testLogger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.Close)
+		if err := d.SetMetadata(metadataOf(6), nil); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	from, to := startDriver(), startDriver()
+	ms := stableGroup(t, from, group, 3)
+	state, ok := from.ExportGroup(group)
+	if !ok {
+		t.Fatal("the first driver does not hold the group")
+	}
+	if err := from.Unload([]string{group}); err != nil {
+		t.Fatal(err)
+	}
+	if err := to.Load([]coordinator.GroupState{state}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := waitCtx(t, 10*time.Second)
+	for i, m := range ms {
+		code, err := m.heartbeat(ctx, to, group)
+		if err != nil || code != 0 {
+			t.Fatalf("member %d's heartbeat at generation %d after the move: %v, %v; want no error", i, m.generation, err, kerr.ErrorForCode(code))
+		}
+		a := kmsg.ConsumerMemberAssignment{Topics: []kmsg.ConsumerMemberAssignmentTopic{{Topic: topic, Partitions: []int32{int32(i)}}}}
+		if code, err := m.commit(ctx, to, group, a); err != nil || code != 0 {
+			t.Fatalf("member %d's commit after the move: %v, %v; want it accepted", i, err, kerr.ErrorForCode(code))
+		}
+	}
+	again := state
+	again.Generation++
+	if err := to.Load([]coordinator.GroupState{again}); err == nil {
+		t.Fatal("loading a group the driver holds succeeded")
+	}
+	if got, _ := to.ExportGroup(group); got.Generation != state.Generation {
+		t.Fatalf("after the refused load the group is at generation %d, want %d", got.Generation, state.Generation)
+	}
+}
