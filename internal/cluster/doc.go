@@ -5,9 +5,10 @@
 // shards out (Balance), a gateway's member of the gateways' own consumer
 // group as a pure state machine (Membership), how a new owner reads a
 // shard to its own claim (ReadShard) and rebuilds it from the records
-// (LoadShard), the fenced writes of a shard's owner (OpenShard), and the
-// lease that keeps a gateway
-// from answering for shards it may have lost (Lease).
+// (LoadShard), the fenced writes of a shard's owner (OpenShard), the lease
+// that keeps a gateway from answering for shards it may have lost (Lease),
+// and the Manager that runs all of it for one gateway: its membership, the
+// loads and releases of its shards, and the saves of their groups.
 //
 // The state topic is compacted and keyed by record: a group's state under
 // its id, and the shard's control records (who claimed or released it, and

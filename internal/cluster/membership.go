@@ -156,6 +156,10 @@ func (m *Membership) Owned() ([]int, int32) {
 // nil.
 func (m *Membership) Err() error { return m.err }
 
+// Left reports whether the membership has ended: it left the group, or
+// was fenced.
+func (m *Membership) Left() bool { return m.state == left }
+
 // Changes returns what changed since the last call, oldest first.
 func (m *Membership) Changes() []Change {
 	c := m.changes

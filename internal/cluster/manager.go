@@ -1,0 +1,462 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/coordinator"
+)
+
+// Groups is what a Manager needs of the coordinator's driver
+// (*driver.Driver is one): it loads the groups of a shard the gateway
+// takes, and unloads those of a shard it gives up.
+type Groups interface {
+	Load(states []coordinator.GroupState) error
+	Unload(groups []string) error
+	Groups() []string
+}
+
+// ManagerConfig is what a Manager needs.
+type ManagerConfig struct {
+	// Name is the cluster's name: the gateways' group is
+	// "wasmassign-<name>", and the shards' transactional ids derive from it.
+	Name string
+	// Topic is the state topic, of Shards partitions (EnsureStateTopic).
+	Topic  string
+	Shards int
+	// ID and Address are this gateway's identity and where clients reach
+	// it; the timeouts are its membership's (MembershipConfig).
+	ID, Address                                                string
+	SessionTimeout, RebalanceTimeout, HeartbeatInterval, Lease time.Duration
+	// Opts connect a client to the upstream cluster.
+	Opts []kgo.Opt
+	// Groups is the coordinator's driver the shards' groups are loaded
+	// into.
+	Groups Groups
+	Logger *slog.Logger
+	// Clock is the monotonic clock leases run on; nil is BootClock.
+	Clock Clock
+}
+
+// GroupName is the gateways' own consumer group of cluster name.
+func GroupName(name string) string { return "wasmassign-" + name }
+
+// Ownership is what a gateway may do with a group's requests now.
+type Ownership int
+
+const (
+	// Elsewhere: another gateway owns the group, or none does yet; its
+	// requests get NOT_COORDINATOR.
+	Elsewhere Ownership = iota
+	// Loading: this gateway was given the group's shard and has not
+	// finished reading it, or waits out the last owner's lease; its
+	// requests get COORDINATOR_LOAD_IN_PROGRESS.
+	Loading
+	// Serving: this gateway answers for the group.
+	Serving
+)
+
+// ErrNotOwner is the error of a save of a group whose shard this gateway
+// does not serve now: what waited for the save is answered
+// NOT_COORDINATOR.
+var ErrNotOwner = errors.New("this gateway does not own the group's shard")
+
+// Manager is a gateway's part in its cluster: it runs its Membership of
+// the gateways' group against the upstream, takes the shards it is given
+// (claims each, reads it to the claim, loads its groups into the driver
+// once the last owner can no longer answer), gives up the shards it loses
+// (unloads their groups, and releases those it hands over cleanly), and
+// saves the groups' state to their shards (Save implements driver.Saver).
+// It is safe for concurrent use.
+type Manager struct {
+	cfg         ManagerConfig
+	clock       Clock
+	log         *slog.Logger
+	incarnation uint64
+	membership  *Membership
+	leave       chan struct{}
+	leaveOnce   sync.Once
+
+	mu         sync.Mutex
+	shards     map[int]*ownedShard
+	leaseUntil time.Duration // the membership's lease, as last seen by Run
+	layout     []Owner
+	generation int32
+	moved      time.Time // when this gateway's shards last changed
+	wg         sync.WaitGroup
+}
+
+// shardStatus is where an owned shard is in its life.
+type shardStatus int
+
+const (
+	shardLoading shardStatus = iota
+	shardServing
+)
+
+// ownedShard is one shard this gateway was given.
+type ownedShard struct {
+	shard      int
+	generation int32
+	receivedAt time.Duration
+	status     shardStatus
+	cancel     context.CancelFunc // ends the load and the writes
+	writer     *ShardWriter       // set once claimed
+	err        error              // why the load failed, while it retries
+	// saves waiting for the shard's writer, in order; wake tells the
+	// writer there are some.
+	saves []pendingSave
+	wake  chan struct{}
+	done  chan struct{} // closed when the shard's goroutine ends
+}
+
+type pendingSave struct {
+	rec  Record
+	done func(error)
+}
+
+// NewManager returns a Manager that has not joined yet: Run joins.
+func NewManager(cfg ManagerConfig) *Manager {
+	clock := cfg.Clock
+	if clock == nil {
+		clock = BootClock()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mc := MembershipConfig{
+		Group: GroupName(cfg.Name), Topic: cfg.Topic, Shards: cfg.Shards, ID: cfg.ID, Address: cfg.Address,
+		SessionTimeout: cfg.SessionTimeout, RebalanceTimeout: cfg.RebalanceTimeout,
+		HeartbeatInterval: cfg.HeartbeatInterval, Lease: cfg.Lease,
+	}
+	return &Manager{
+		cfg: cfg, clock: clock, log: log.With("cluster", cfg.Name, "gateway", cfg.ID),
+		incarnation: rand.Uint64(), membership: NewMembership(mc, clock),
+		leave: make(chan struct{}), shards: map[int]*ownedShard{}, generation: -1,
+	}
+}
+
+// Owns says what this gateway may do with group's requests now, and the
+// address of the gateway that owns it when that is another one.
+func (m *Manager) Owns(group string) (Ownership, string) {
+	shard := ShardOf(group, m.cfg.Shards)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.shards[shard]; s != nil {
+		switch {
+		case m.clock() >= m.leaseUntil:
+			// The lease ran out, and Run has not heard yet: another
+			// gateway may be given the shard from now on.
+			return Elsewhere, ""
+		case s.status == shardServing:
+			return Serving, m.cfg.Address
+		default:
+			return Loading, m.cfg.Address
+		}
+	}
+	for _, o := range m.layout {
+		if o.ID != m.cfg.ID && slices.Contains(o.Shards, shard) {
+			return Elsewhere, o.Address
+		}
+	}
+	return Elsewhere, ""
+}
+
+// Save implements driver.Saver: it writes group's state (a tombstone when
+// state is nil) to its shard, in the shard's order, and calls done once
+// the write is committed, or failed.
+func (m *Manager) Save(group string, state *coordinator.GroupState, done func(error)) {
+	shard := ShardOf(group, m.cfg.Shards)
+	m.mu.Lock()
+	s := m.shards[shard]
+	if s == nil || s.status != shardServing || m.clock() >= m.leaseUntil {
+		m.mu.Unlock()
+		done(fmt.Errorf("group %s, shard %d: %w", group, shard, ErrNotOwner))
+		return
+	}
+	s.saves = append(s.saves, pendingSave{rec: Record{Kind: KindState, Group: group, State: state}, done: done})
+	m.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default: // the writer has been told already
+	}
+}
+
+// Leave hands this gateway's shards over: it stops answering for them,
+// releases them, and leaves the gateways' group, so that the others take
+// them at once. Run returns once it has left.
+func (m *Manager) Leave() { m.leaveOnce.Do(func() { close(m.leave) }) }
+
+// Run is the gateway's membership until ctx ends, Leave has run its
+// course, or the cluster ends it (ErrFenced, ErrRefused). Every shard is
+// given up when it returns.
+func (m *Manager) Run(ctx context.Context) error {
+	cl, err := kgo.NewClient(m.cfg.Opts...)
+	if err != nil {
+		return fmt.Errorf("gateways' group %s: %w", GroupName(m.cfg.Name), err)
+	}
+	defer cl.Close()
+	defer m.giveUpAll("stopping")
+	leave := m.leave
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		req, wake := m.membership.Next()
+		if req != nil {
+			sentAt := m.clock()
+			resp, err := cl.Request(ctx, req)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			m.membership.Answered(sentAt, resp, err)
+			if err != nil {
+				m.log.Warn("gateways' group: request failed", "api", kmsg.NameForKey(req.Key()), "err", err)
+			}
+		}
+		m.apply(ctx, m.membership.Changes())
+		if err := m.membership.Err(); err != nil {
+			return err
+		}
+		if m.membership.Left() {
+			return nil
+		}
+		if req != nil {
+			continue
+		}
+		timer.Reset(max(wake-m.clock(), 0))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-leave:
+			leave = nil
+			m.membership.Leave()
+		case <-timer.C:
+		}
+	}
+}
+
+// apply acts on the membership's changes: shards stop being answered for
+// before anything else happens to them.
+func (m *Manager) apply(ctx context.Context, changes []Change) {
+	m.mu.Lock()
+	m.leaseUntil = m.membership.Lease().Until()
+	m.mu.Unlock()
+	for _, c := range changes {
+		if len(c.Revoked) > 0 {
+			m.giveUp(c.Revoked, c.Reason)
+		}
+		m.mu.Lock()
+		if c.Layout != nil {
+			m.layout, m.generation = c.Layout, c.Generation
+		}
+		for _, shard := range c.Assigned {
+			sctx, cancel := context.WithCancel(ctx)
+			s := &ownedShard{shard: shard, generation: c.Generation, receivedAt: c.ReceivedAt, cancel: cancel,
+				wake: make(chan struct{}, 1), done: make(chan struct{})}
+			m.shards[shard] = s
+			m.wg.Add(1)
+			go m.own(sctx, s)
+		}
+		if len(c.Assigned) > 0 || len(c.Revoked) > 0 {
+			m.moved = time.Now()
+		}
+		m.mu.Unlock()
+	}
+}
+
+// giveUp stops answering for shards, unloads their groups, and, when they
+// move to another gateway in an orderly way ("moved", "leaving"), releases
+// those this gateway was serving, so that the next owner starts at once.
+func (m *Manager) giveUp(shards []int, reason string) {
+	m.mu.Lock()
+	var gone []*ownedShard
+	for _, shard := range shards {
+		if s := m.shards[shard]; s != nil {
+			delete(m.shards, shard)
+			gone = append(gone, s)
+		}
+	}
+	m.mu.Unlock()
+	if len(gone) == 0 {
+		return
+	}
+	var unload []string
+	for _, g := range m.cfg.Groups.Groups() {
+		if slices.Contains(shards, ShardOf(g, m.cfg.Shards)) {
+			unload = append(unload, g)
+		}
+	}
+	if err := m.cfg.Groups.Unload(unload); err != nil {
+		m.log.Warn("unloading given-up shards' groups", "shards", shards, "err", err)
+	}
+	clean := reason == "moved" || reason == "leaving"
+	var wg sync.WaitGroup
+	for _, s := range gone {
+		s.cancel()
+		<-s.done // its writer is done with every save
+		w := s.writer
+		if w == nil {
+			continue
+		}
+		if !clean || s.status != shardServing {
+			w.Close()
+			continue
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), m.cfg.SessionTimeout)
+			defer cancel()
+			if err := w.Release(ctx); err != nil {
+				m.log.Warn("releasing a shard failed: its next owner waits out this gateway's lease", "shard", s.shard, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	m.log.Info("gave shards up", "shards", shards, "reason", reason, "groups", len(unload))
+}
+
+// giveUpAll gives up every shard held.
+func (m *Manager) giveUpAll(reason string) {
+	m.mu.Lock()
+	var all []int
+	for shard := range m.shards {
+		all = append(all, shard)
+	}
+	m.mu.Unlock()
+	m.giveUp(all, reason)
+	m.wg.Wait()
+}
+
+// own is one shard's goroutine: it claims and loads the shard, waits until
+// the last owner can no longer answer, serves it, and writes its saves
+// until ctx ends.
+func (m *Manager) own(ctx context.Context, s *ownedShard) {
+	defer m.wg.Done()
+	defer close(s.done)
+	defer m.failSaves(s)
+	started := time.Now()
+	var sh Shard
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		var err error
+		if sh, err = m.load(ctx, s); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		m.mu.Lock()
+		s.err = err
+		m.mu.Unlock()
+		m.log.Warn("loading a shard failed; trying again", "shard", s.shard, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+	// The last owner may still be answering for the shard until its lease
+	// runs out, unless it released the shard once it had stopped.
+	// (ServableFrom reads only the lease's length, fixed at the start.)
+	if wait := m.membership.Lease().ServableFrom(s.receivedAt, sh.Clean) - m.clock(); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+	states := make([]coordinator.GroupState, 0, len(sh.States))
+	for _, gs := range sh.States {
+		states = append(states, gs)
+	}
+	slices.SortFunc(states, func(a, b coordinator.GroupState) int { return cmp.Compare(a.Group, b.Group) })
+	if err := m.cfg.Groups.Load(states); err != nil {
+		m.log.Error("loading a shard's groups into the coordinator failed", "shard", s.shard, "err", err)
+	}
+	m.mu.Lock()
+	s.status, s.err = shardServing, nil
+	m.mu.Unlock()
+	m.log.Info("serving shard", "shard", s.shard, "generation", s.generation, "groups", len(states),
+		"clean", sh.Clean, "skipped", sh.Skipped, "took", time.Since(started).Round(time.Millisecond))
+	m.write(ctx, s)
+}
+
+// load claims the shard and reads it to the claim.
+func (m *Manager) load(ctx context.Context, s *ownedShard) (Shard, error) {
+	me := Writer{ID: m.cfg.ID, Incarnation: m.incarnation, Generation: s.generation}
+	if s.writer == nil {
+		w, err := OpenShard(ctx, m.cfg.Opts, m.cfg.Name, m.cfg.Topic, int32(s.shard), me)
+		if err != nil {
+			return Shard{}, err
+		}
+		m.mu.Lock()
+		s.writer = w
+		m.mu.Unlock()
+	}
+	records, err := ReadShard(ctx, m.cfg.Opts, m.cfg.Topic, int32(s.shard), func(r RawRecord) bool {
+		rec, err := Decode(r.Key, r.Value)
+		return err == nil && rec.Kind == KindClaim && rec.Writer == me
+	})
+	if err != nil {
+		return Shard{}, err
+	}
+	// Whether the shard was released cleanly is what came before the claim.
+	return LoadShard(s.shard, m.cfg.Shards, records[:len(records)-1])
+}
+
+// write commits the shard's saves, each batch that gathered while the last
+// was written in one transaction, until ctx ends or a later owner fences
+// the writer.
+func (m *Manager) write(ctx context.Context, s *ownedShard) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		}
+		m.mu.Lock()
+		batch := s.saves
+		s.saves = nil
+		until := m.leaseUntil
+		m.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		recs := make([]Record, len(batch))
+		for i, p := range batch {
+			recs[i] = p.rec
+		}
+		// A write that would land after the lease could land after a
+		// takeover: the deadline keeps it from being sent that late.
+		wctx, cancel := context.WithTimeout(ctx, until-m.clock())
+		err := s.writer.Write(wctx, recs)
+		cancel()
+		for _, p := range batch {
+			p.done(err)
+		}
+		if errors.Is(err, ErrFencedWrite) {
+			m.log.Error("a later owner claimed the shard: no longer serving it", "shard", s.shard, "err", err)
+			go m.giveUp([]int{s.shard}, "fenced")
+			return
+		}
+	}
+}
+
+// failSaves answers the saves left when the shard's goroutine ends.
+func (m *Manager) failSaves(s *ownedShard) {
+	m.mu.Lock()
+	left := s.saves
+	s.saves = nil
+	m.mu.Unlock()
+	for _, p := range left {
+		p.done(fmt.Errorf("group %s, shard %d: %w", p.rec.Group, s.shard, ErrNotOwner))
+	}
+}
