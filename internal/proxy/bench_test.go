@@ -216,7 +216,7 @@ func BenchmarkRewriteMetadata(b *testing.B) {
 			var inPlace, full time.Duration
 			for range b.N {
 				t0 := time.Now()
-				if _, err := rewriteMetadataBrokers(12, body, fuzzAdvertise); err != nil {
+				if _, err := rewriteMetadataBrokers(12, body, fuzzAdvertise, nil); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()

@@ -1031,7 +1031,7 @@ func (c *conn) transform(s *slot, fr []byte) ([]byte, error) {
 			out = r.AppendTo(nil)
 		}
 	default:
-		out, err = rewriteResponseBody(s.key, s.version, body, c.p.advertise)
+		out, err = rewriteResponseBody(s.key, s.version, body, c.p.advertise, c.p.peers())
 	}
 	switch {
 	case errors.Is(err, errNotRewritten):

@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 )
 
 // A Metadata response names brokers only in its broker list, which comes
@@ -24,7 +25,7 @@ var errMetadataShape = errors.New("malformed metadata broker list")
 // and brokers that cannot be advertised dropped, as rewriteAddresses does.
 // A list it cannot read is errMetadataShape; the caller then decodes the
 // whole response, which names the fault.
-func rewriteMetadataBrokers(version int16, body []byte, adv advertiser) ([]byte, error) {
+func rewriteMetadataBrokers(version int16, body []byte, adv advertiser, peers []Peer) ([]byte, error) {
 	flexible := version >= 9
 	w := walker{b: body}
 	if version >= 3 {
@@ -41,6 +42,7 @@ func rewriteMetadataBrokers(version int16, body []byte, adv advertiser) ([]byte,
 	}
 	brokers := make([]byte, 0, len(body)-len(w.b)+16*n)
 	kept := 0
+	listed := make([]int32, 0, n)
 	for range n {
 		node := w.int32()
 		host := w.str(flexible)
@@ -60,10 +62,31 @@ func rewriteMetadataBrokers(version int16, body []byte, adv advertiser) ([]byte,
 			continue
 		}
 		kept++
+		listed = append(listed, node)
 		brokers = binary.BigEndian.AppendUint32(brokers, uint32(node))
 		brokers = appendString(brokers, h, flexible)
 		brokers = binary.BigEndian.AppendUint32(brokers, uint32(p))
 		brokers = append(brokers, rest[:len(rest)-len(w.b)]...) // rack and tags
+	}
+	for _, pr := range peers {
+		if slices.Contains(listed, pr.Node) {
+			continue
+		}
+		kept++
+		listed = append(listed, pr.Node)
+		brokers = binary.BigEndian.AppendUint32(brokers, uint32(pr.Node))
+		brokers = appendString(brokers, pr.Host, flexible)
+		brokers = binary.BigEndian.AppendUint32(brokers, uint32(pr.Port))
+		if version >= 1 { // no rack: a null string
+			if flexible {
+				brokers = append(brokers, 0)
+			} else {
+				brokers = binary.BigEndian.AppendUint16(brokers, 0xffff)
+			}
+		}
+		if flexible {
+			brokers = append(brokers, 0) // no tags
+		}
 	}
 	out := make([]byte, 0, head+5+len(brokers)+len(w.b))
 	out = append(out, body[:head]...)

@@ -156,6 +156,14 @@ type Options struct {
 	// each client connection that sends no rack or names some partitions.
 	// It must not block, nor keep topics.
 	OnFetchRack func(c ConnInfo, clientID, rack string, topics []kmsg.FetchRequestTopic)
+	// Peers, when set, are the gateways of this gateway's cluster, this
+	// one included, each a node of its own beside the upstream's: every
+	// Metadata answer lists them, so that a client can reach the gateway a
+	// FindCoordinator answer names (some clients, kgo among them, take a
+	// coordinator's address from Metadata by its node id), and the
+	// addresses given for their nodes are passed through as they are. It
+	// is called for every such answer and must not block.
+	Peers func() []Peer
 	// OnUnreachable, when set, is called (from the connection's goroutine;
 	// it must not block) each time a client connection is closed because
 	// its broker could not be dialled. The daemon checks the upstream at
@@ -168,6 +176,22 @@ type Options struct {
 	// streamFrom overrides defaultStreamFrom; negative streams every
 	// response (tests).
 	streamFrom int64
+}
+
+// Peer is a gateway of a gateway cluster as clients reach it: a node id
+// that no upstream broker has, and the gateway's address.
+type Peer struct {
+	Node int32
+	Host string
+	Port int32
+}
+
+// peers is the cluster's gateways now; nil outside a cluster.
+func (p *Proxy) peers() []Peer {
+	if p.opts.Peers == nil {
+		return nil
+	}
+	return p.opts.Peers()
 }
 
 // Proxy is a running Kafka protocol proxy. Create it with [New], start it
@@ -416,6 +440,13 @@ func (p *Proxy) ensureListener(node int32) (int32, error) {
 func (p *Proxy) advertise(node int32, upHost string, upPort int32) (string, int32, bool) {
 	if node < 0 {
 		return "", -1, false
+	}
+	if p.opts.Peers != nil {
+		for _, pr := range p.opts.Peers() {
+			if pr.Node == node {
+				return pr.Host, pr.Port, true
+			}
+		}
 	}
 	if upHost != "" {
 		p.state.learn(node, net.JoinHostPort(upHost, strconv.Itoa(int(upPort))))

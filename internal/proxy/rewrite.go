@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -103,6 +104,19 @@ func rewriteCoordinator(node *int32, host *string, port *int32, code *int16, adv
 	*host, *port = h, p
 }
 
+// appendPeers lists the cluster's gateways in a Metadata answer after its
+// brokers, as rewriteMetadataBrokers does in place: each once, with no
+// rack.
+func appendPeers(r *kmsg.MetadataResponse, peers []Peer) {
+	for _, pr := range peers {
+		if !slices.ContainsFunc(r.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == pr.Node }) {
+			b := kmsg.NewMetadataResponseBroker()
+			b.NodeID, b.Host, b.Port = pr.Node, pr.Host, pr.Port
+			r.Brokers = append(r.Brokers, b)
+		}
+	}
+}
+
 // errNotRewritten is returned by rewriteResponseBody when the response is
 // fine as it is.
 var errNotRewritten = errors.New("response needs no rewrite")
@@ -125,12 +139,12 @@ func decodeResponse(key, version int16, body []byte) (kmsg.Response, error) {
 // addresses and encodes it again (a Metadata response only as far as its
 // broker list, see metadata.go); errNotRewritten when the bytes can go out
 // unchanged.
-func rewriteResponseBody(key, version int16, body []byte, adv advertiser) ([]byte, error) {
+func rewriteResponseBody(key, version int16, body []byte, adv advertiser, peers []Peer) ([]byte, error) {
 	if (key == int16(kmsg.Fetch) && !fetchHasTopLevelTags(body)) || (key == int16(kmsg.Produce) && !produceHasTopLevelTags(body, version)) {
 		return nil, errNotRewritten
 	}
 	if key == int16(kmsg.Metadata) {
-		if out, err := rewriteMetadataBrokers(version, body, adv); err == nil {
+		if out, err := rewriteMetadataBrokers(version, body, adv, peers); err == nil {
 			return out, nil
 		}
 		// A broker list the walk cannot read: the full decode says why.
@@ -141,6 +155,9 @@ func rewriteResponseBody(key, version int16, body []byte, adv advertiser) ([]byt
 	}
 	if !rewriteAddresses(resp, adv) {
 		return nil, errNotRewritten
+	}
+	if r, ok := resp.(*kmsg.MetadataResponse); ok {
+		appendPeers(r, peers)
 	}
 	return resp.AppendTo(nil), nil
 }

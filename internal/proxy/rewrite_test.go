@@ -110,7 +110,7 @@ func sampleResponses() []kmsg.Response {
 func TestRewriteAddresses_EveryVersionAdvertisesOnlyProxyAddresses(t *testing.T) {
 	for _, resp := range sampleResponses() {
 		name := fmt.Sprintf("%s v%d", kmsg.NameForKey(resp.Key()), resp.GetVersion())
-		out, err := rewriteResponseBody(resp.Key(), resp.GetVersion(), resp.AppendTo(nil), fuzzAdvertise)
+		out, err := rewriteResponseBody(resp.Key(), resp.GetVersion(), resp.AppendTo(nil), fuzzAdvertise, nil)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -142,7 +142,7 @@ func TestRewriteAddresses_EveryVersionAdvertisesOnlyProxyAddresses(t *testing.T)
 func TestRewriteAddresses_ProduceAndFetchWithoutEndpointsPassRaw(t *testing.T) {
 	for _, resp := range []kmsg.Response{kmsg.NewPtrProduceResponse(), kmsg.NewPtrFetchResponse()} {
 		resp.SetVersion(resp.MaxVersion())
-		if _, err := rewriteResponseBody(resp.Key(), resp.GetVersion(), resp.AppendTo(nil), fuzzAdvertise); !errors.Is(err, errNotRewritten) {
+		if _, err := rewriteResponseBody(resp.Key(), resp.GetVersion(), resp.AppendTo(nil), fuzzAdvertise, nil); !errors.Is(err, errNotRewritten) {
 			t.Errorf("%s with no node endpoints: %v, want it forwarded unchanged", kmsg.NameForKey(resp.Key()), err)
 		}
 	}
@@ -162,7 +162,7 @@ func FuzzRewriteAddresses(f *testing.F) {
 		if !namesBrokers(key, version) {
 			return
 		}
-		out, err := rewriteResponseBody(key, version, body, fuzzAdvertise)
+		out, err := rewriteResponseBody(key, version, body, fuzzAdvertise, nil)
 		if errors.Is(err, errNotRewritten) {
 			in, derr := decodeResponse(key, version, body)
 			if derr != nil {
@@ -223,7 +223,7 @@ func checkMetadataBrokerList(version int16, body []byte) error {
 			errs = append(errs, fmt.Errorf("node %d at %s:%d", node, host, port))
 		}
 		return host, port, true
-	})
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("rewritten broker list does not parse: %w", err)
 	}
@@ -275,8 +275,17 @@ func TestRewriteMetadataBrokers_MatchesTheFullRewriteOnEveryVersion(t *testing.T
 				}
 				resp.Topics = append(resp.Topics, mt)
 			}
+			// A gateway cluster's peers, one of them perhaps a listed
+			// node (which is then not listed twice).
+			var peers []Peer
+			for range rng.IntN(3) {
+				peers = append(peers, Peer{Node: 1<<30 + rng.Int32N(3), Host: word(), Port: rng.Int32N(65536)})
+			}
+			if len(resp.Brokers) > 0 && rng.IntN(3) == 0 {
+				peers = append(peers, Peer{Node: resp.Brokers[0].NodeID, Host: word(), Port: 1})
+			}
 			body := resp.AppendTo(nil)
-			got, err := rewriteMetadataBrokers(version, body, fuzzAdvertise)
+			got, err := rewriteMetadataBrokers(version, body, fuzzAdvertise, peers)
 			if err != nil {
 				t.Fatalf("v%d: %v", version, err)
 			}
@@ -284,8 +293,29 @@ func TestRewriteMetadataBrokers_MatchesTheFullRewriteOnEveryVersion(t *testing.T
 			if err != nil {
 				t.Fatalf("v%d: %v", version, err)
 			}
-			if want := fullRewrite(t, in); !slices.Equal(got, want) {
+			rewriteAddresses(in, fuzzAdvertise)
+			appendPeers(in.(*kmsg.MetadataResponse), peers)
+			if want := in.AppendTo(nil); !slices.Equal(got, want) {
 				t.Fatalf("v%d: rewritten in place\n%x\nwant\n%x", version, got, want)
+			}
+			out, err := decodeResponse(int16(kmsg.Metadata), version, got)
+			if err != nil {
+				t.Fatalf("v%d: the rewritten answer does not decode: %v", version, err)
+			}
+			upstream := map[int32]int{}
+			for _, b := range resp.Brokers {
+				if _, _, ok := fuzzAdvertise(b.NodeID, "", 0); ok {
+					upstream[b.NodeID]++ // kept
+				}
+			}
+			seen := map[int32]int{}
+			for _, b := range out.(*kmsg.MetadataResponse).Brokers {
+				seen[b.NodeID]++
+			}
+			for _, pr := range peers {
+				if want := max(upstream[pr.Node], 1); seen[pr.Node] != want {
+					t.Fatalf("v%d: peer node %d listed %d times, want %d", version, pr.Node, seen[pr.Node], want)
+				}
 			}
 		}
 	}
