@@ -12,6 +12,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -48,13 +49,50 @@ type CoordinatorLookup interface {
 	Forget(group string)
 }
 
+// Ownership says, in a gateway cluster, which gateway answers for a
+// managed group now (the daemon's view of internal/cluster's Manager).
+type Ownership interface {
+	// OwnerOf returns group's owner now. It must not block.
+	OwnerOf(group string) Owner
+}
+
+// OwnerState is what this gateway may do with a managed group's requests.
+type OwnerState int
+
+const (
+	// OwnedElsewhere: another gateway answers for the group (or none does
+	// yet); its requests get NOT_COORDINATOR, as a Kafka broker that is
+	// not the group's coordinator answers.
+	OwnedElsewhere OwnerState = iota
+	// OwnedLoading: this gateway is taking the group over and has not
+	// finished; its requests get COORDINATOR_LOAD_IN_PROGRESS, as Kafka
+	// answers while it loads a group's partition.
+	OwnedLoading
+	// OwnedHere: this gateway answers for the group.
+	OwnedHere
+)
+
+// Owner is the gateway that answers for a group, as clients reach it:
+// Node is the gateway's node id (a proxy.Peer's), -1 when no gateway owns
+// the group yet.
+type Owner struct {
+	State OwnerState
+	Node  int32
+	Host  string
+	Port  int32
+}
+
 // Options configure a Gateway.
 type Options struct {
 	// Manages reports whether the gateway runs group's coordination.
 	Manages      func(group string) bool
 	Driver       Driver
 	Coordinators CoordinatorLookup
-	Logger       *slog.Logger
+	// Ownership, when set, shares the managed groups with the other
+	// gateways of a cluster: FindCoordinator names the owner, and the
+	// requests of a group another gateway owns are refused.
+	Ownership Ownership
+	Logger    *slog.Logger
 }
 
 // Gateway implements proxy.Interceptor.
@@ -131,11 +169,31 @@ func (g *Gateway) local(ctx context.Context, r proxy.Request, group string) (pro
 	if !g.opt.Manages(group) {
 		return proxy.Decision{}, nil
 	}
+	if refused := g.notHere(r.Req, group); refused != nil {
+		return proxy.Decision{Respond: refused}, nil
+	}
 	resp, err := g.opt.Driver.Handle(ctx, client(r), r.Req)
 	if err != nil {
 		return proxy.Decision{}, fmt.Errorf("group %s: %s: %w", group, kmsg.NameForKey(r.Req.Key()), err)
 	}
 	return proxy.Decision{Respond: resp}, nil
+}
+
+// notHere is the answer to req, of group, when another gateway of the
+// cluster owns the group, or this one is still taking it over; nil when
+// this gateway answers for it.
+func (g *Gateway) notHere(req kmsg.Request, group string) kmsg.Response {
+	if g.opt.Ownership == nil {
+		return nil
+	}
+	code := kerr.NotCoordinator.Code
+	switch g.opt.Ownership.OwnerOf(group).State {
+	case OwnedHere:
+		return nil
+	case OwnedLoading:
+		code = kerr.CoordinatorLoadInProgress.Code
+	}
+	return coordinator.ErrorResponse(req, code)
 }
 
 // findCoordinator answers the lookup of managed groups' coordinators with
@@ -168,9 +226,25 @@ func (g *Gateway) findCoordinator(ctx context.Context, req *kmsg.FindCoordinator
 	if len(managed) == 0 {
 		return proxy.Decision{}, nil
 	}
-	nodes, err := g.opt.Coordinators.CoordinatorsOf(ctx, managed)
-	if err != nil {
-		g.log.Debug("FindCoordinator: the upstream coordinator of a managed group is unknown", "err", err)
+	var nodes map[string]int32
+	var err error
+	if g.opt.Ownership == nil {
+		nodes, err = g.opt.Coordinators.CoordinatorsOf(ctx, managed)
+		if err != nil {
+			g.log.Debug("FindCoordinator: the upstream coordinator of a managed group is unknown", "err", err)
+		}
+	} else {
+		// In a cluster the group's coordinator is the gateway that owns
+		// it, a node of its own (proxy.Peer), whatever the upstream's.
+		nodes = make(map[string]int32, len(managed))
+		for _, group := range managed {
+			if o := g.opt.Ownership.OwnerOf(group); o.Node >= 0 {
+				nodes[group] = o.Node
+			}
+		}
+		if len(nodes) < len(managed) {
+			err = errNoOwnerYet
+		}
 	}
 	answer := func(group string) (node int32, code int16, msg *string) {
 		if n, ok := nodes[group]; ok {
@@ -208,6 +282,10 @@ func (g *Gateway) findCoordinator(ctx context.Context, req *kmsg.FindCoordinator
 		return r
 	}}, nil
 }
+
+// errNoOwnerYet names why a managed group has no coordinator while the
+// cluster's gateways share their groups out.
+var errNoOwnerYet = errors.New("no gateway of the cluster owns the group yet")
 
 // deleteGroups lets the coordinator check managed groups (it refuses
 // GROUP_NOT_EMPTY and forwards the rest itself); unmanaged groups go

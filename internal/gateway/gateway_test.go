@@ -474,3 +474,100 @@ func TestIntercept_FindCoordinatorOfManagedGroupsIsAnsweredLocally(t *testing.T)
 		})
 	}
 }
+
+// fixedOwners owns m1 here, is loading m2, and leaves the rest to the
+// gateway of node 1<<30+7, but m4, which no gateway owns yet.
+type fixedOwners struct{}
+
+func (fixedOwners) OwnerOf(group string) Owner {
+	switch group {
+	case "m1":
+		return Owner{State: OwnedHere, Node: 1<<30 + 1, Host: "gw-a", Port: 9092}
+	case "m2":
+		return Owner{State: OwnedLoading, Node: 1<<30 + 1, Host: "gw-a", Port: 9092}
+	case "m4":
+		return Owner{State: OwnedElsewhere, Node: -1}
+	}
+	return Owner{State: OwnedElsewhere, Node: 1<<30 + 7, Host: "gw-b", Port: 9092}
+}
+
+// TestIntercept_InAClusterOnlyTheOwnerAnswersAGroup: the owner answers a
+// managed group's requests from its coordinator; the other gateways answer
+// NOT_COORDINATOR, or COORDINATOR_LOAD_IN_PROGRESS while they take it over,
+// without asking theirs; and FindCoordinator names the owner's node.
+func TestIntercept_InAClusterOnlyTheOwnerAnswersAGroup(t *testing.T) {
+	fc := &fakeDriver{}
+	g := New(Options{
+		Manages: func(id string) bool { return strings.HasPrefix(id, "m") }, Driver: fc,
+		Coordinators: &fakeUpstream{}, Ownership: fixedOwners{},
+	})
+	codeOf := func(resp kmsg.Response) int16 {
+		switch r := resp.(type) {
+		case *kmsg.HeartbeatResponse:
+			return r.ErrorCode
+		case *kmsg.JoinGroupResponse:
+			return r.ErrorCode
+		case *kmsg.OffsetCommitResponse:
+			return r.Topics[0].Partitions[0].ErrorCode
+		}
+		t.Fatalf("unexpected %T", resp)
+		return 0
+	}
+	commit := func(group string) kmsg.Request {
+		r := kmsg.NewPtrOffsetCommitRequest()
+		r.Group = group
+		r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0}}}}
+		return r
+	}
+	for _, tt := range []struct {
+		req   kmsg.Request
+		asked bool  // the coordinator answers
+		code  int16 // otherwise
+	}{
+		{&kmsg.HeartbeatRequest{Group: "m1"}, true, 0},
+		{commit("m1"), true, 0},
+		{&kmsg.HeartbeatRequest{Group: "m2"}, false, kerr.CoordinatorLoadInProgress.Code},
+		{&kmsg.JoinGroupRequest{Group: "m3"}, false, kerr.NotCoordinator.Code},
+		{commit("m3"), false, kerr.NotCoordinator.Code},
+		{&kmsg.HeartbeatRequest{Group: "m4"}, false, kerr.NotCoordinator.Code},
+	} {
+		before := len(fc.asked)
+		d, err := g.Intercept(context.Background(), request(1, tt.req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("%s of %s", kmsg.NameForKey(tt.req.Key()), coordinator.GroupsOf(tt.req))
+		if asked := len(fc.asked) > before; asked != tt.asked {
+			t.Errorf("%s: the coordinator asked %v, want %v", name, asked, tt.asked)
+		}
+		if d.Respond == nil || d.Forward != nil {
+			t.Fatalf("%s: decision %+v, want an answer here", name, d)
+		}
+		if !tt.asked {
+			if got := codeOf(d.Respond); got != tt.code {
+				t.Errorf("%s: %v, want %v", name, kerr.ErrorForCode(got), kerr.ErrorForCode(tt.code))
+			}
+		}
+	}
+
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.Version = 4
+	find.CoordinatorKeys = []string{"m1", "m2", "m3", "m4"}
+	d, err := g.Intercept(context.Background(), request(1, find))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int32{"m1": 1<<30 + 1, "m2": 1<<30 + 1, "m3": 1<<30 + 7, "m4": -1}
+	for _, c := range d.Respond.(*kmsg.FindCoordinatorResponse).Coordinators {
+		if c.NodeID != want[c.Key] {
+			t.Errorf("FindCoordinator of %s: node %d, want %d", c.Key, c.NodeID, want[c.Key])
+		}
+		if (c.ErrorCode != 0) != (want[c.Key] < 0) {
+			t.Errorf("FindCoordinator of %s: %v", c.Key, kerr.ErrorForCode(c.ErrorCode))
+		}
+		delete(want, c.Key)
+	}
+	if len(want) > 0 {
+		t.Errorf("FindCoordinator did not answer %v", want)
+	}
+}
