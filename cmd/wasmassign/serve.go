@@ -35,9 +35,12 @@ func serve(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	d.Announce(e.stdout)
-	<-ctx.Done()
+	failed := d.Wait(ctx)
+	if failed != nil {
+		log.Error("the gateway can no longer serve; stopping", "err", failed)
+	}
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
 	defer cancel()
-	return d.Close(sctx)
+	return errors.Join(failed, d.Close(sctx))
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -146,30 +147,66 @@ func NewManager(cfg ManagerConfig) *Manager {
 	}
 }
 
-// Owns says what this gateway may do with group's requests now, and the
-// address of the gateway that owns it when that is another one.
-func (m *Manager) Owns(group string) (Ownership, string) {
+// Owner says what this gateway may do with group's requests now, and
+// which gateway owns the group: this one, another, or (a zero Owner) none
+// that this gateway knows of.
+func (m *Manager) Owner(group string) (Ownership, Owner) {
 	shard := ShardOf(group, m.cfg.Shards)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	me := Owner{ID: m.cfg.ID, Address: m.cfg.Address}
 	if s := m.shards[shard]; s != nil {
 		switch {
 		case m.clock() >= m.leaseUntil:
 			// The lease ran out, and Run has not heard yet: another
 			// gateway may be given the shard from now on.
-			return Elsewhere, ""
+			return Elsewhere, Owner{}
 		case s.status == shardServing:
-			return Serving, m.cfg.Address
+			return Serving, me
 		default:
-			return Loading, m.cfg.Address
+			return Loading, me
 		}
 	}
 	for _, o := range m.layout {
 		if o.ID != m.cfg.ID && slices.Contains(o.Shards, shard) {
-			return Elsewhere, o.Address
+			return Elsewhere, Owner{ID: o.ID, Address: o.Address}
 		}
 	}
-	return Elsewhere, ""
+	return Elsewhere, Owner{}
+}
+
+// ServingFor is how much longer this gateway may answer for group's
+// requests, and whether it serves the group now: what it sends upstream
+// for the group must arrive before then, when another gateway may take the
+// group over.
+func (m *Manager) ServingFor(group string) (time.Duration, bool) {
+	shard := ShardOf(group, m.cfg.Shards)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.shards[shard]
+	left := m.leaseUntil - m.clock()
+	if s == nil || s.status != shardServing || left <= 0 {
+		return 0, false
+	}
+	return left, true
+}
+
+// Layout is every gateway of the cluster, as the latest generation of the
+// gateways' group placed the shards; nil before the first.
+func (m *Manager) Layout() []Owner {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.layout)
+}
+
+// PeerNode is the node id by which clients know the gateway id: a node of
+// its own, so that a client's connection to it is never taken for one to
+// an upstream broker. The ids run from 1<<30 up, far above the ids Kafka
+// clusters give their brokers.
+func PeerNode(id string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int32(1<<30 | h.Sum32()&(1<<30-1))
 }
 
 // Save implements driver.Saver: it writes group's state (a tombstone when

@@ -106,7 +106,7 @@ func TestManager_GatewaysShareTheShardsAndHandThemOverCleanly(t *testing.T) {
 		out := make([][]int, shards)
 		for s, g := range groups {
 			for i, m := range ms {
-				if o, _ := m.Owns(g); o == Serving {
+				if o, _ := m.Owner(g); o == Serving {
 					out[s] = append(out[s], i)
 				}
 			}
@@ -146,8 +146,8 @@ func TestManager_GatewaysShareTheShardsAndHandThemOverCleanly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if o, addr := a.Owns(groups[0]); o != Serving || addr != "gw-a:9092" {
-		t.Fatalf("the first gateway's ownership of a group: %v at %q", o, addr)
+	if o, owner := a.Owner(groups[0]); o != Serving || owner.ID != "gw-a" || owner.Address != "gw-a:9092" {
+		t.Fatalf("the first gateway's ownership of a group: %v, %+v", o, owner)
 	}
 
 	var both sync.Mutex

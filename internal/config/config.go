@@ -614,8 +614,7 @@ func (c *Config) upstream(f *file, dir string) error {
 
 // cluster checks [cluster]. A name shares the upstream's managed groups
 // with the gateways of the same name, which an embedded cluster, living
-// inside one gateway, cannot be; and until this version can share them
-// safely it refuses a name rather than let two gateways serve one group.
+// inside one gateway, cannot be.
 func (c *Config) cluster(f *file, _ string) error {
 	cl := &c.Cluster
 	cl.Name, cl.ID = f.Cluster.Name, f.Cluster.ID
@@ -667,7 +666,10 @@ func (c *Config) cluster(f *file, _ string) error {
 	if c.Upstream.IsEmbedded() {
 		return c.errorf("cluster.name", "the embedded cluster lives inside one gateway and cannot be shared; set [upstream] brokers to share a Kafka cluster")
 	}
-	return c.errorf("cluster.name", "gateway clusters are not available in this version: run one gateway per upstream, without a name")
+	if _, port, _ := net.SplitHostPort(c.Server.Listen); port == "0" {
+		return c.errorf("cluster.name", "a cluster's gateways send clients to each other's listen address: set [server] listen to a fixed port, not %s", c.Server.Listen)
+	}
+	return nil
 }
 
 // validClusterName reports whether name may name the cluster's Kafka topic

@@ -128,7 +128,7 @@ func TestParse_BadInputNamesFileAndKey(t *testing.T) {
 		{"assignment timeout under the plugin timeout", "[plugins]\ntimeout = \"5s\"\nassignment_timeout = \"3s\"", "plugins.assignment_timeout", "shorter than plugins.timeout"},
 		{"offsets retention too short", "[upstream]\noffsets_retention = \"30s\"", "upstream.offsets_retention", "minimum"},
 		{"a cluster on the embedded cluster", "[cluster]\nname = \"prod\"", "cluster.name", "embedded cluster lives inside one gateway"},
-		{"a cluster before this version has them", "[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nname = \"prod\"", "cluster.name", "not available in this version"},
+		{"a cluster gateway on a random port", "[server]\nlisten = \"127.0.0.1:0\"\n[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nname = \"prod\"", "cluster.name", "fixed port"},
 		{"a cluster name no topic can carry", "[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nname = \"prod/eu\"", "cluster.name", "letters, digits"},
 		{"a state topic no broker takes", "[cluster]\nstate_topic = \"a b\"", "cluster.state_topic", "letters"},
 		{"no shards", "[cluster]\npartitions = 0", "cluster.partitions", "outside 1-1000"},

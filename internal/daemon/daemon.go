@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/coordinator"
 	"github.com/wasmassign/wasmassign/internal/admin"
+	"github.com/wasmassign/wasmassign/internal/cluster"
 	"github.com/wasmassign/wasmassign/internal/config"
 	"github.com/wasmassign/wasmassign/internal/driver"
 	"github.com/wasmassign/wasmassign/internal/embedded"
@@ -84,6 +85,11 @@ type Daemon struct {
 	// offsets keeps live groups' offsets from expiring upstream.
 	offsets     *offsetKeeper
 	offsetsDone chan struct{}
+	// manager is this gateway's part in its cluster ([cluster] name);
+	// clusterDone has what its Run returned.
+	manager     *cluster.Manager
+	clusterDone chan error
+	leftCluster bool
 }
 
 // Options are what Start needs beyond the configuration.
@@ -203,12 +209,28 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 		}
 		up.WithForwarders(d.forwarders...)
 	}
-	d.offsets = newOffsetKeeper(up, cfg.Upstream.OffsetsRetention, log)
+	var forward driver.Forwarder = up
+	var saver driver.Saver
+	if cfg.Cluster.Name != "" {
+		if d.manager, err = d.startCluster(ctx, clientOpts); err != nil {
+			return d, err
+		}
+		// What the gateway sends upstream for a group, the offset
+		// keeper's re-commits too, goes only while it owns the group.
+		forward = ownedForwarder{next: up, m: d.manager}
+		saver = d.manager
+	}
+	d.offsets = newOffsetKeeper(forward, cfg.Upstream.OffsetsRetention, log)
 	var seed [8]byte
 	rand.Read(seed[:])
-	saved, err := loadState(cfg.Server.StateDir)
-	if err != nil {
-		return d, err
+	var saved []coordinator.GroupState
+	persist := stateSaver(cfg.Server.StateDir, log)
+	if cfg.Cluster.Name == "" {
+		if saved, err = loadState(cfg.Server.StateDir); err != nil {
+			return d, err
+		}
+	} else {
+		persist = nil // the state topic holds the state
 	}
 	ccfg := coordinator.Config{Served: d.registry.ServedProtocols(), AssignmentTimeout: cfg.Plugins.AssignmentTimeout, EmptyGroupRetention: cfg.Server.EmptyGroupRetention, MetadataWait: cfg.Upstream.MetadataWait}
 	for i := range cfg.Groups {
@@ -222,7 +244,8 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 		PluginTimeout: cfg.Plugins.QueueTimeout + cfg.Plugins.Timeout + time.Second,
 		IDSeed:        binary.LittleEndian.Uint64(seed[:]),
 		Restore:       saved,
-		Persist:       stateSaver(cfg.Server.StateDir, log),
+		Persist:       persist,
+		Saver:         saver,
 		Logger:        log,
 		Hooks:         []driver.Hook{driverHooks{m}},
 		NeedMetadata: func([]string) {
@@ -235,12 +258,18 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 		return d, err
 	}
 	d.started.Store(true)
-	gw := gateway.New(gateway.Options{
+	gopts := gateway.Options{
 		Manages:      func(group string) bool { _, ok := cfg.GroupFor(group); return ok },
 		Driver:       d.driver,
 		Coordinators: up,
 		Logger:       log,
-	})
+	}
+	if d.manager != nil {
+		view := &clusterView{m: d.manager}
+		gopts.Ownership, gopts.Upstream = view, up
+		popts.Peers = view.Peers
+	}
+	gw := gateway.New(gopts)
 
 	popts.Client = d.client
 	popts.Interceptor = gw
@@ -294,6 +323,10 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 			d.reloader.Run(runCtx)
 		}()
 	}
+	if d.manager != nil {
+		d.clusterDone = make(chan error, 1)
+		go func() { d.clusterDone <- d.manager.Run(runCtx) }()
+	}
 	d.offsetsDone = make(chan struct{})
 	go func() {
 		defer close(d.offsetsDone)
@@ -329,12 +362,41 @@ func (d *Daemon) Announce(w io.Writer) {
 	}
 }
 
+// Wait returns when ctx ends (nil), or when the gateway can no longer
+// serve: the cluster fenced or refused it, with the error that says why.
+func (d *Daemon) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-d.clusterDone: // nil outside a cluster: never ready
+		d.leftCluster = true
+		if err == nil {
+			err = errors.New("gateway cluster: the membership ended")
+		}
+		return err
+	}
+}
+
 // Close stops the parts: the coordinator, then the proxy (in-flight requests
 // finish, bounded by ctx), the plugins and the embedded cluster. Reaching
 // ctx's bound is the shutdown working as configured, not a failure: the
 // proxy closes the connections still busy, and the rest stops after it.
 func (d *Daemon) Close(ctx context.Context) error {
 	var errs []error
+	if d.clusterDone != nil && !d.leftCluster {
+		// Hand the groups over first, while the coordinator still
+		// answers: the other gateways take them from the release at once.
+		d.manager.Leave()
+		select {
+		case err := <-d.clusterDone:
+			if err != nil {
+				errs = append(errs, err)
+			}
+		case <-ctx.Done():
+			d.log.Warn("shutdown: the hand-over of the cluster's groups did not finish in time; the others take them after this gateway's lease")
+		}
+		d.leftCluster = true
+	}
 	if d.cancel != nil {
 		d.cancel()
 		<-d.done

@@ -82,6 +82,12 @@ type Owner struct {
 	Port  int32
 }
 
+// Upstream sends a request to the upstream broker it belongs to: a
+// group's to the group's coordinator (*upstream.Client is one).
+type Upstream interface {
+	Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
 // Options configure a Gateway.
 type Options struct {
 	// Manages reports whether the gateway runs group's coordination.
@@ -90,8 +96,10 @@ type Options struct {
 	Coordinators CoordinatorLookup
 	// Ownership, when set, shares the managed groups with the other
 	// gateways of a cluster: FindCoordinator names the owner, and the
-	// requests of a group another gateway owns are refused.
+	// requests of a group another gateway owns are refused. Upstream then
+	// carries what the gateway reads upstream for a group it owns.
 	Ownership Ownership
+	Upstream  Upstream
 	Logger    *slog.Logger
 }
 
@@ -156,7 +164,7 @@ func (g *Gateway) Intercept(ctx context.Context, r proxy.Request) (proxy.Decisio
 	case *kmsg.ListGroupsRequest:
 		return g.listGroups(ctx, r, req)
 	case *kmsg.OffsetFetchRequest:
-		return g.offsetFetch(r, req), nil
+		return g.offsetFetch(ctx, req)
 	case *kmsg.FindCoordinatorRequest:
 		return g.findCoordinator(ctx, req)
 	}
@@ -482,7 +490,12 @@ func upstreamHasMembers(grp kmsg.ListGroupsResponseGroup) bool {
 // the gateway answers (findCoordinator) from what it remembers: that is
 // forgotten here, or the client would be sent back to the old broker until
 // the memory expired.
-func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) proxy.Decision {
+//
+// In a cluster the client asks the gateway that owns the group, on a
+// connection to no upstream broker in particular: the request goes to the
+// group's upstream coordinator through Options.Upstream, and a gateway
+// that does not own a group it names alone answers as notHere does.
+func (g *Gateway) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) (proxy.Decision, error) {
 	var groups []string
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
@@ -493,10 +506,13 @@ func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) pro
 	}
 	managed, _ := g.split(groups)
 	if len(managed) == 0 {
-		return proxy.Decision{}
+		return proxy.Decision{}, nil
 	}
-	return proxy.Decision{OnResponse: func(up kmsg.Response) kmsg.Response {
-		u := up.(*kmsg.OffsetFetchResponse)
+	fix := func(up kmsg.Response) kmsg.Response {
+		u, ok := up.(*kmsg.OffsetFetchResponse)
+		if !ok {
+			return up
+		}
 		notFound := kerr.GroupIDNotFound.Code
 		if req.Version < 8 {
 			if upstream.CoordinatorMoved(u.ErrorCode) || slices.ContainsFunc(u.Topics, func(t kmsg.OffsetFetchResponseTopic) bool {
@@ -526,7 +542,20 @@ func (g *Gateway) offsetFetch(_ proxy.Request, req *kmsg.OffsetFetchRequest) pro
 			}
 		}
 		return u
-	}}
+	}
+	if g.opt.Ownership == nil {
+		return proxy.Decision{OnResponse: fix}, nil
+	}
+	if len(groups) == 1 {
+		if refused := g.notHere(req, groups[0]); refused != nil {
+			return proxy.Decision{Respond: refused}, nil
+		}
+	}
+	resp, err := g.opt.Upstream.Forward(ctx, req)
+	if err != nil {
+		return proxy.Decision{}, fmt.Errorf("OffsetFetch of %v: %w", groups, err)
+	}
+	return proxy.Decision{Respond: fix(resp)}, nil
 }
 
 func unknownOffsets(topics []kmsg.OffsetFetchRequestTopic) []kmsg.OffsetFetchResponseTopic {

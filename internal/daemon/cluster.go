@@ -1,0 +1,148 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/coordinator"
+	"github.com/wasmassign/wasmassign/internal/cluster"
+	"github.com/wasmassign/wasmassign/internal/driver"
+	"github.com/wasmassign/wasmassign/internal/gateway"
+	"github.com/wasmassign/wasmassign/internal/proxy"
+)
+
+// clusterGroups hands the Manager the coordinator's driver, which is
+// started after the Manager is made (it saves through it).
+type clusterGroups struct{ d *Daemon }
+
+func (g clusterGroups) Load(states []coordinator.GroupState) error { return g.d.driver.Load(states) }
+func (g clusterGroups) Unload(groups []string) error               { return g.d.driver.Unload(groups) }
+func (g clusterGroups) Groups() []string                           { return g.d.driver.Groups() }
+
+// clusterView is the gateway cluster as the gateway and the proxy see it:
+// who owns a group (gateway.Ownership), and the gateways as nodes of their
+// own (proxy.Options.Peers).
+type clusterView struct {
+	m *cluster.Manager
+
+	mu     sync.Mutex
+	layout []cluster.Owner // the layout peers was made from
+	peers  []proxy.Peer
+}
+
+// OwnerOf implements gateway.Ownership.
+func (v *clusterView) OwnerOf(group string) gateway.Owner {
+	own, o := v.m.Owner(group)
+	out := gateway.Owner{Node: -1}
+	switch own {
+	case cluster.Serving:
+		out.State = gateway.OwnedHere
+	case cluster.Loading:
+		out.State = gateway.OwnedLoading
+	}
+	if p, ok := peerOf(o); ok {
+		out.Node, out.Host, out.Port = p.Node, p.Host, p.Port
+	}
+	return out
+}
+
+// Peers lists every gateway of the latest layout.
+func (v *clusterView) Peers() []proxy.Peer {
+	layout := v.m.Layout()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !sameOwners(layout, v.layout) {
+		v.layout, v.peers = layout, nil
+		for _, o := range layout {
+			if p, ok := peerOf(o); ok {
+				v.peers = append(v.peers, p)
+			}
+		}
+	}
+	return v.peers
+}
+
+func sameOwners(a, b []cluster.Owner) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || a[i].Address != b[i].Address {
+			return false
+		}
+	}
+	return true
+}
+
+// peerOf is the gateway o as clients reach it; false for no gateway, or an
+// address that is not host:port.
+func peerOf(o cluster.Owner) (proxy.Peer, bool) {
+	if o.ID == "" {
+		return proxy.Peer{}, false
+	}
+	host, port, err := net.SplitHostPort(o.Address)
+	if err != nil {
+		return proxy.Peer{}, false
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return proxy.Peer{}, false
+	}
+	return proxy.Peer{Node: cluster.PeerNode(o.ID), Host: host, Port: int32(p)}, true
+}
+
+// ownedForwarder sends a group's requests upstream only while this gateway
+// serves the group, and bounds each by what is left of its lease: a
+// gateway that lost a group (paused past its lease, or cut off from the
+// upstream) must not commit for it after another gateway took it over.
+// Everything it forwards, the offset keeper's re-commits included, goes
+// through it.
+type ownedForwarder struct {
+	next driver.Forwarder
+	m    *cluster.Manager
+}
+
+// Forward implements driver.Forwarder.
+func (f ownedForwarder) Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	groups := coordinator.GroupsOf(req)
+	var cancel context.CancelFunc = func() {}
+	for _, g := range groups {
+		left, ok := f.m.ServingFor(g)
+		if !ok {
+			if resp := coordinator.ErrorResponse(req, kerr.NotCoordinator.Code); resp != nil {
+				return resp, nil
+			}
+			return nil, fmt.Errorf("group %s: %w", g, cluster.ErrNotOwner)
+		}
+		var c context.CancelFunc
+		ctx, c = context.WithTimeout(ctx, left)
+		prev := cancel
+		cancel = func() { c(); prev() }
+	}
+	defer cancel()
+	return f.next.Forward(ctx, req)
+}
+
+// startCluster makes sure the state topic exists and makes this gateway's
+// Manager; Start runs it once the gateway serves.
+func (d *Daemon) startCluster(ctx context.Context, clientOpts []kgo.Opt) (*cluster.Manager, error) {
+	cc := d.cfg.Cluster
+	shards, err := cluster.EnsureStateTopic(ctx, d.client, cc.StateTopic, cc.Partitions)
+	if err != nil {
+		return nil, fmt.Errorf("gateway cluster %s: %w", cc.Name, err)
+	}
+	_, port, _ := net.SplitHostPort(d.cfg.Server.Listen)
+	return cluster.NewManager(cluster.ManagerConfig{
+		Name: cc.Name, Topic: cc.StateTopic, Shards: shards,
+		ID: cc.ID, Address: net.JoinHostPort(d.cfg.Server.AdvertisedHost, port),
+		SessionTimeout: cc.SessionTimeout, RebalanceTimeout: cc.RebalanceTimeout,
+		HeartbeatInterval: cc.HeartbeatInterval, Lease: cc.Lease,
+		Opts: clientOpts, Groups: clusterGroups{d}, Logger: d.log,
+	}), nil
+}
