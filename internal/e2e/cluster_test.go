@@ -76,7 +76,7 @@ func TestCluster_AKilledGatewaysGroupsMoveWithTheirState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer upstream.Close()
+	t.Cleanup(upstream.Close) // after the gateways stop: they leave the cluster on it
 	ds := clusterGateways(t, upstream.ListenAddrs(), 2)
 
 	const group = "failover"
