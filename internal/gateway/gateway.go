@@ -326,13 +326,34 @@ func (g *Gateway) describeGroups(ctx context.Context, r proxy.Request, req *kmsg
 	if len(managed) == 0 {
 		return proxy.Decision{}, nil
 	}
-	resp, err := g.opt.Driver.Handle(ctx, client(r), with(managed))
-	if err != nil {
-		return proxy.Decision{}, fmt.Errorf("DescribeGroups: %w", err)
+	// In a cluster a group another gateway owns is described there: Kafka
+	// answers NOT_COORDINATOR for each group a broker does not coordinate.
+	var elsewhere []kmsg.DescribeGroupsResponseGroup
+	if g.opt.Ownership != nil {
+		mine := managed[:0:0]
+		for _, id := range managed {
+			if refused := g.notHere(with([]string{id}), id); refused != nil {
+				elsewhere = append(elsewhere, refused.(*kmsg.DescribeGroupsResponse).Groups...)
+			} else {
+				mine = append(mine, id)
+			}
+		}
+		managed = mine
 	}
-	local, ok := resp.(*kmsg.DescribeGroupsResponse)
-	if !ok {
-		return proxy.Decision{}, fmt.Errorf("DescribeGroups: the coordinator answered with a %s", kmsg.NameForKey(resp.Key()))
+	local := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	if len(managed) > 0 {
+		resp, err := g.opt.Driver.Handle(ctx, client(r), with(managed))
+		if err != nil {
+			return proxy.Decision{}, fmt.Errorf("DescribeGroups: %w", err)
+		}
+		var ok bool
+		if local, ok = resp.(*kmsg.DescribeGroupsResponse); !ok {
+			return proxy.Decision{}, fmt.Errorf("DescribeGroups: the coordinator answered with a %s", kmsg.NameForKey(resp.Key()))
+		}
+	}
+	if len(elsewhere) > 0 {
+		local.Groups = append(local.Groups, elsewhere...)
+		inRequestOrder(local, req.Groups)
 	}
 	unheld := make(map[string]bool)
 	for _, grp := range local.Groups {
@@ -368,6 +389,13 @@ func (g *Gateway) describeGroups(ctx context.Context, r proxy.Request, req *kmsg
 		}
 		return u
 	}}, nil
+}
+
+// inRequestOrder sorts resp's groups in the order the client named them.
+func inRequestOrder(resp *kmsg.DescribeGroupsResponse, order []string) {
+	slices.SortStableFunc(resp.Groups, func(a, b kmsg.DescribeGroupsResponseGroup) int {
+		return slices.Index(order, a.Group) - slices.Index(order, b.Group)
+	})
 }
 
 // splitGroups serves a request that names several groups: the coordinator

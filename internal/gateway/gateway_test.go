@@ -550,11 +550,25 @@ func TestIntercept_InAClusterOnlyTheOwnerAnswersAGroup(t *testing.T) {
 		}
 	}
 
+	describe := kmsg.NewPtrDescribeGroupsRequest()
+	describe.Version = 5
+	describe.Groups = []string{"m3", "m1", "m2"}
+	d, err := g.Intercept(context.Background(), request(1, describe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var described []string
+	for _, grp := range d.Respond.(*kmsg.DescribeGroupsResponse).Groups {
+		described = append(described, fmt.Sprintf("%s:%v:%s", grp.Group, kerr.ErrorForCode(grp.ErrorCode), grp.State))
+	}
+	if want := []string{"m3:" + kerr.NotCoordinator.Error() + ":", "m1:<nil>:Stable", "m2:" + kerr.CoordinatorLoadInProgress.Error() + ":"}; !slices.Equal(described, want) {
+		t.Errorf("DescribeGroups in a cluster:\n got %q\nwant %q", described, want)
+	}
+
 	find := kmsg.NewPtrFindCoordinatorRequest()
 	find.Version = 4
 	find.CoordinatorKeys = []string{"m1", "m2", "m3", "m4"}
-	d, err := g.Intercept(context.Background(), request(1, find))
-	if err != nil {
+	if d, err = g.Intercept(context.Background(), request(1, find)); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]int32{"m1": 1<<30 + 1, "m2": 1<<30 + 1, "m3": 1<<30 + 7, "m4": -1}
