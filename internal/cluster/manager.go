@@ -92,7 +92,6 @@ type Manager struct {
 	leaseUntil time.Duration // the membership's lease, as last seen by Run
 	layout     []Owner
 	generation int32
-	moved      time.Time // when this gateway's shards last changed
 	wg         sync.WaitGroup
 }
 
@@ -112,7 +111,6 @@ type ownedShard struct {
 	status     shardStatus
 	cancel     context.CancelFunc // ends the load and the writes
 	writer     *ShardWriter       // set once claimed
-	err        error              // why the load failed, while it retries
 	// saves waiting for the shard's writer, in order; wake tells the
 	// writer there are some.
 	saves []pendingSave
@@ -304,9 +302,6 @@ func (m *Manager) apply(ctx context.Context, changes []Change) {
 			m.wg.Add(1)
 			go m.own(sctx, s)
 		}
-		if len(c.Assigned) > 0 || len(c.Revoked) > 0 {
-			m.moved = time.Now()
-		}
 		m.mu.Unlock()
 	}
 }
@@ -390,9 +385,6 @@ func (m *Manager) own(ctx context.Context, s *ownedShard) {
 		if ctx.Err() != nil {
 			return
 		}
-		m.mu.Lock()
-		s.err = err
-		m.mu.Unlock()
 		m.log.Warn("loading a shard failed; trying again", "shard", s.shard, "err", err)
 		select {
 		case <-ctx.Done():
@@ -419,7 +411,7 @@ func (m *Manager) own(ctx context.Context, s *ownedShard) {
 		m.log.Error("loading a shard's groups into the coordinator failed", "shard", s.shard, "err", err)
 	}
 	m.mu.Lock()
-	s.status, s.err = shardServing, nil
+	s.status = shardServing
 	m.mu.Unlock()
 	m.log.Info("serving shard", "shard", s.shard, "generation", s.generation, "groups", len(states),
 		"clean", sh.Clean, "skipped", sh.Skipped, "took", time.Since(started).Round(time.Millisecond))

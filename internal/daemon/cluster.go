@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,9 +32,30 @@ func (g clusterGroups) Groups() []string                           { return g.d.
 type clusterView struct {
 	m *cluster.Manager
 
-	mu     sync.Mutex
-	layout []cluster.Owner // the layout peers was made from
-	peers  []proxy.Peer
+	mu    sync.Mutex
+	peers map[gatewayKey]proxy.Peer
+}
+
+// gatewayKey is a gateway as its peer is made from it.
+type gatewayKey struct{ id, address string }
+
+// peer is o as clients reach it, parsed once per gateway: every managed
+// group's request asks.
+func (v *clusterView) peer(o cluster.Owner) (proxy.Peer, bool) {
+	key := gatewayKey{o.ID, o.Address}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if p, ok := v.peers[key]; ok {
+		return p, true
+	}
+	p, ok := peerOf(o)
+	if ok {
+		if v.peers == nil {
+			v.peers = map[gatewayKey]proxy.Peer{}
+		}
+		v.peers[key] = p
+	}
+	return p, ok
 }
 
 // OwnerOf implements gateway.Ownership.
@@ -46,7 +68,7 @@ func (v *clusterView) OwnerOf(group string) gateway.Owner {
 	case cluster.Loading:
 		out.State = gateway.OwnedLoading
 	}
-	if p, ok := peerOf(o); ok {
+	if p, ok := v.peer(o); ok {
 		out.Node, out.Host, out.Port = p.Node, p.Host, p.Port
 	}
 	return out
@@ -54,30 +76,13 @@ func (v *clusterView) OwnerOf(group string) gateway.Owner {
 
 // Peers lists every gateway of the latest layout.
 func (v *clusterView) Peers() []proxy.Peer {
-	layout := v.m.Layout()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if !sameOwners(layout, v.layout) {
-		v.layout, v.peers = layout, nil
-		for _, o := range layout {
-			if p, ok := peerOf(o); ok {
-				v.peers = append(v.peers, p)
-			}
+	var out []proxy.Peer
+	for _, o := range v.m.Layout() {
+		if p, ok := v.peer(o); ok {
+			out = append(out, p)
 		}
 	}
-	return v.peers
-}
-
-func sameOwners(a, b []cluster.Owner) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].ID != b[i].ID || a[i].Address != b[i].Address {
-			return false
-		}
-	}
-	return true
+	return out
 }
 
 // peerOf is the gateway o as clients reach it; false for no gateway, or an
@@ -110,9 +115,8 @@ type ownedForwarder struct {
 
 // Forward implements driver.Forwarder.
 func (f ownedForwarder) Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	groups := coordinator.GroupsOf(req)
-	var cancel context.CancelFunc = func() {}
-	for _, g := range groups {
+	var until time.Duration // the shortest lease left of the request's groups
+	for i, g := range coordinator.GroupsOf(req) {
 		left, ok := f.m.ServingFor(g)
 		if !ok {
 			if resp := coordinator.ErrorResponse(req, kerr.NotCoordinator.Code); resp != nil {
@@ -120,12 +124,15 @@ func (f ownedForwarder) Forward(ctx context.Context, req kmsg.Request) (kmsg.Res
 			}
 			return nil, fmt.Errorf("group %s: %w", g, cluster.ErrNotOwner)
 		}
-		var c context.CancelFunc
-		ctx, c = context.WithTimeout(ctx, left)
-		prev := cancel
-		cancel = func() { c(); prev() }
+		if i == 0 || left < until {
+			until = left
+		}
 	}
-	defer cancel()
+	if until > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, until)
+		defer cancel()
+	}
 	return f.next.Forward(ctx, req)
 }
 

@@ -86,10 +86,10 @@ type Daemon struct {
 	offsets     *offsetKeeper
 	offsetsDone chan struct{}
 	// manager is this gateway's part in its cluster ([cluster] name);
-	// clusterDone has what its Run returned.
+	// clusterDone has what its Run returned, and is nil once that was
+	// taken (and outside a cluster).
 	manager     *cluster.Manager
 	clusterDone chan error
-	leftCluster bool
 }
 
 // Options are what Start needs beyond the configuration.
@@ -223,14 +223,14 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	d.offsets = newOffsetKeeper(forward, cfg.Upstream.OffsetsRetention, log)
 	var seed [8]byte
 	rand.Read(seed[:])
+	// In a cluster the state topic holds the state, not state_dir.
 	var saved []coordinator.GroupState
-	persist := stateSaver(cfg.Server.StateDir, log)
+	var persist func([]coordinator.GroupState)
 	if cfg.Cluster.Name == "" {
 		if saved, err = loadState(cfg.Server.StateDir); err != nil {
 			return d, err
 		}
-	} else {
-		persist = nil // the state topic holds the state
+		persist = stateSaver(cfg.Server.StateDir, log)
 	}
 	ccfg := coordinator.Config{Served: d.registry.ServedProtocols(), AssignmentTimeout: cfg.Plugins.AssignmentTimeout, EmptyGroupRetention: cfg.Server.EmptyGroupRetention, MetadataWait: cfg.Upstream.MetadataWait}
 	for i := range cfg.Groups {
@@ -369,7 +369,7 @@ func (d *Daemon) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	case err := <-d.clusterDone: // nil outside a cluster: never ready
-		d.leftCluster = true
+		d.clusterDone = nil
 		if err == nil {
 			err = errors.New("gateway cluster: the membership ended")
 		}
@@ -383,7 +383,7 @@ func (d *Daemon) Wait(ctx context.Context) error {
 // proxy closes the connections still busy, and the rest stops after it.
 func (d *Daemon) Close(ctx context.Context) error {
 	var errs []error
-	if d.clusterDone != nil && !d.leftCluster {
+	if d.clusterDone != nil {
 		// Hand the groups over first, while the coordinator still
 		// answers: the other gateways take them from the release at once.
 		d.manager.Leave()
@@ -395,7 +395,7 @@ func (d *Daemon) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			d.log.Warn("shutdown: the hand-over of the cluster's groups did not finish in time; the others take them after this gateway's lease")
 		}
-		d.leftCluster = true
+		d.clusterDone = nil
 	}
 	if d.cancel != nil {
 		d.cancel()

@@ -42,6 +42,28 @@ func metadataOf(partitions int) *coordinator.Metadata {
 	return md
 }
 
+// nativeRangeDriver is a driver over nativeRange that accepts every
+// forward, holding metadata of one topic of partitions; the test's
+// cleanup closes it. Its initial rebalance delay lets members started
+// together join one generation.
+func nativeRangeDriver(tb testing.TB, partitions int) *driver.Driver {
+	tb.Helper()
+	d, err := driver.Start(driver.Config{
+		Coordinator: coordinator.Config{Default: coordinator.GroupConfig{InitialRebalanceDelay: 200 * time.Millisecond}, Served: coordinator.ServedProtocols{"range": "range"}},
+		Plugins:     nativeRange{},
+		Forwarder:   acceptAll{},
+		Logger:      testLogger(),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(d.Close)
+	if err := d.SetMetadata(metadataOf(partitions), nil); err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
 // join runs a member's JoinGroup and SyncGroup until it holds an
 // assignment of one generation, and returns its assignment.
 func (m *rawMember) join(ctx context.Context, d *driver.Driver, group string) (kmsg.ConsumerMemberAssignment, error) {
@@ -175,19 +197,7 @@ func BenchmarkDriver_Request(b *testing.B) {
 	for _, api := range []string{"Heartbeat", "OffsetCommit"} {
 		for _, size := range []int{10, 1000} {
 			b.Run(fmt.Sprintf("%s/members=%d", api, size), func(b *testing.B) {
-				d, err := driver.Start(driver.Config{
-					Coordinator: coordinator.Config{Default: coordinator.GroupConfig{InitialRebalanceDelay: 200 * time.Millisecond}, Served: coordinator.ServedProtocols{"range": "range"}},
-					Plugins:     nativeRange{},
-					Forwarder:   acceptAll{},
-					Logger:      testLogger(),
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer d.Close()
-				if err := d.SetMetadata(metadataOf(64), nil); err != nil {
-					b.Fatal(err)
-				}
+				d := nativeRangeDriver(b, 64)
 				ms := stableGroup(b, d, group, size)
 				ctx := context.Background()
 				assigned := kmsg.ConsumerMemberAssignment{Topics: []kmsg.ConsumerMemberAssignmentTopic{{Topic: topic, Partitions: []int32{0}}}}

@@ -175,25 +175,7 @@ func TestDriver_GroupStateHooksFollowEveryStep(t *testing.T) {
 // generation they had, with no rebalance; loading a group the driver holds
 // is refused and changes nothing.
 func TestDriver_LoadTakesAGroupOverWithItsGenerationAndAssignment(t *testing.T) {
-	startDriver := func() *driver.Driver {
-		t.Helper()
-		d, err := driver.Start(driver.Config{
-			// The delay lets the members join one generation together.
-			Coordinator: coordinator.Config{Default: coordinator.GroupConfig{InitialRebalanceDelay: 200 * time.Millisecond}, Served: coordinator.ServedProtocols{"range": "range"}},
-			Plugins:     nativeRange{},
-			Forwarder:   acceptAll{},
-			Logger:      testLogger(),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(d.Close)
-		if err := d.SetMetadata(metadataOf(6), nil); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	from, to := startDriver(), startDriver()
+	from, to := nativeRangeDriver(t, 6), nativeRangeDriver(t, 6)
 	ms := stableGroup(t, from, group, 3)
 	state, ok := from.ExportGroup(group)
 	if !ok {

@@ -441,11 +441,9 @@ func (p *Proxy) advertise(node int32, upHost string, upPort int32) (string, int3
 	if node < 0 {
 		return "", -1, false
 	}
-	if p.opts.Peers != nil {
-		for _, pr := range p.opts.Peers() {
-			if pr.Node == node {
-				return pr.Host, pr.Port, true
-			}
+	for _, pr := range p.peers() {
+		if pr.Node == node {
+			return pr.Host, pr.Port, true
 		}
 	}
 	if upHost != "" {
