@@ -61,17 +61,28 @@ func (v *clusterView) peer(o cluster.Owner) (proxy.Peer, bool) {
 // OwnerOf implements gateway.Ownership.
 func (v *clusterView) OwnerOf(group string) gateway.Owner {
 	own, o := v.m.Owner(group)
-	out := gateway.Owner{Node: -1}
-	switch own {
-	case cluster.Serving:
-		out.State = gateway.OwnedHere
-	case cluster.Loading:
-		out.State = gateway.OwnedLoading
-	}
+	out := gateway.Owner{State: ownerState(own), Node: -1}
 	if p, ok := v.peer(o); ok {
 		out.Node, out.Host, out.Port = p.Node, p.Host, p.Port
 	}
 	return out
+}
+
+// Refusal is driver.Config.Refuse: what a request of group is answered
+// with when this gateway does not serve the group now.
+func (v *clusterView) Refusal(group string) int16 {
+	own, _ := v.m.Owner(group)
+	return ownerState(own).Refusal()
+}
+
+func ownerState(own cluster.Ownership) gateway.OwnerState {
+	switch own {
+	case cluster.Serving:
+		return gateway.OwnedHere
+	case cluster.Loading:
+		return gateway.OwnedLoading
+	}
+	return gateway.OwnedElsewhere
 }
 
 // Peers lists every gateway of the latest layout.

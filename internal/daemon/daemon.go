@@ -211,10 +211,18 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	}
 	var forward driver.Forwarder = up
 	var saver driver.Saver
+	var view *clusterView
+	var refuse func(group string) int16
 	if cfg.Cluster.Name != "" {
 		if d.manager, err = d.startCluster(ctx, clientOpts); err != nil {
 			return d, err
 		}
+		view = &clusterView{m: d.manager}
+		// The gateway checks ownership before it hands a request to the
+		// driver; the driver checks again where the shard's unload is
+		// ordered, so that no request of a group given up in between
+		// meets a coordinator that no longer holds it.
+		refuse = view.Refusal
 		// What the gateway sends upstream for a group, the offset
 		// keeper's re-commits too, goes only while it owns the group.
 		forward = ownedForwarder{next: up, m: d.manager}
@@ -246,6 +254,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 		Restore:       saved,
 		Persist:       persist,
 		Saver:         saver,
+		Refuse:        refuse,
 		Logger:        log,
 		Hooks:         []driver.Hook{driverHooks{m}},
 		NeedMetadata: func([]string) {
@@ -264,8 +273,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 		Coordinators: up,
 		Logger:       log,
 	}
-	if d.manager != nil {
-		view := &clusterView{m: d.manager}
+	if view != nil {
 		gopts.Ownership, gopts.Upstream = view, up
 		popts.Peers = view.Peers
 	}

@@ -85,6 +85,17 @@ type Config struct {
 	// load it, and the driver answers nothing of a group until what the
 	// coordinator last did to it is saved (see Saver).
 	Saver Saver
+	// Refuse, when set, is asked on the driver's goroutine, just before
+	// the coordinator would see a request of one group, whether this
+	// gateway answers for the group now: 0 when it does, or the error code
+	// (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) the request is
+	// answered with instead. It must not block. A gateway cluster checks
+	// ownership before it hands a request over, but the group's shard can
+	// be given up, and the group unloaded, before the request reaches the
+	// loop; the coordinator would then answer a member it no longer holds
+	// UNKNOWN_MEMBER_ID, and the member would rejoin. Asked here, the
+	// answer is ordered with Unload and Load.
+	Refuse func(group string) int16
 }
 
 // Driver runs one Coordinator.
@@ -282,6 +293,10 @@ func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg
 			// it, once the member exists.
 			client.FetchRack, _ = d.racks.lookup(client.ID, client.Host)
 		}
+		if code := d.refusal(req); code != 0 {
+			ch <- result{resp: coordinator.ErrorResponse(req, code)}
+			return
+		}
 		d.waiting[id] = waiter{ch: ch, req: req}
 		d.apply(d.coord.Handle(d.now(), id, client, req))
 	})
@@ -295,6 +310,21 @@ func (d *Driver) Handle(ctx context.Context, client coordinator.Client, req kmsg
 		d.post(func() { delete(d.waiting, id) })
 		return nil, ctx.Err()
 	}
+}
+
+// refusal is Config.Refuse's answer for req when it names one group; 0
+// otherwise. A request of several groups (DescribeGroups, DeleteGroups) is
+// split by ownership before it is handed over, and what the coordinator
+// answers of a group it does not hold moves no member.
+func (d *Driver) refusal(req kmsg.Request) int16 {
+	if d.cfg.Refuse == nil {
+		return 0
+	}
+	groups := coordinator.GroupsOf(req)
+	if len(groups) != 1 {
+		return 0
+	}
+	return d.cfg.Refuse(groups[0])
 }
 
 // SetMetadata replaces the cluster metadata the coordinator assigns from.

@@ -72,6 +72,18 @@ const (
 	OwnedHere
 )
 
+// Refusal is the error code a request of a group in state s is answered
+// with in place of the coordinator's answer; 0 for OwnedHere.
+func (s OwnerState) Refusal() int16 {
+	switch s {
+	case OwnedHere:
+		return 0
+	case OwnedLoading:
+		return kerr.CoordinatorLoadInProgress.Code
+	}
+	return kerr.NotCoordinator.Code
+}
+
 // Owner is the gateway that answers for a group, as clients reach it:
 // Node is the gateway's node id (a proxy.Peer's), -1 when no gateway owns
 // the group yet.
@@ -194,12 +206,9 @@ func (g *Gateway) notHere(req kmsg.Request, group string) kmsg.Response {
 	if g.opt.Ownership == nil {
 		return nil
 	}
-	code := kerr.NotCoordinator.Code
-	switch g.opt.Ownership.OwnerOf(group).State {
-	case OwnedHere:
+	code := g.opt.Ownership.OwnerOf(group).State.Refusal()
+	if code == 0 {
 		return nil
-	case OwnedLoading:
-		code = kerr.CoordinatorLoadInProgress.Code
 	}
 	return coordinator.ErrorResponse(req, code)
 }
