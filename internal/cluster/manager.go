@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -86,12 +87,15 @@ type Manager struct {
 	membership  *Membership
 	leave       chan struct{}
 	leaveOnce   sync.Once
+	// brokersSet tells Run that SetBrokers changed brokers.
+	brokersSet chan struct{}
 
 	mu         sync.Mutex
 	shards     map[int]*ownedShard
 	leaseUntil time.Duration // the membership's lease, as last seen by Run
 	layout     []Owner
 	generation int32
+	brokers    map[int32]int32 // SetBrokers', for Run to publish
 	wg         sync.WaitGroup
 }
 
@@ -141,7 +145,7 @@ func NewManager(cfg ManagerConfig) *Manager {
 	return &Manager{
 		cfg: cfg, clock: clock, log: log.With("cluster", cfg.Name, "gateway", cfg.ID),
 		incarnation: rand.Uint64(), membership: NewMembership(mc, clock),
-		leave: make(chan struct{}), shards: map[int]*ownedShard{}, generation: -1,
+		leave: make(chan struct{}), brokersSet: make(chan struct{}, 1), shards: map[int]*ownedShard{}, generation: -1,
 	}
 }
 
@@ -227,6 +231,23 @@ func (m *Manager) Save(group string, state *coordinator.GroupState, done func(er
 	}
 }
 
+// ID is this gateway's id in the cluster.
+func (m *Manager) ID() string { return m.cfg.ID }
+
+// SetBrokers publishes this gateway's listeners for the upstream's
+// brokers (node id to port, at its address's host) to the other gateways,
+// which route clients to them (Owner.Brokers). A change rejoins the
+// gateways' group; the shards stay where they are.
+func (m *Manager) SetBrokers(ports map[int32]int32) {
+	m.mu.Lock()
+	m.brokers = maps.Clone(ports)
+	m.mu.Unlock()
+	select {
+	case m.brokersSet <- struct{}{}:
+	default: // Run has yet to take the last one
+	}
+}
+
 // Leave hands this gateway's shards over: it stops answering for them,
 // releases them, and leaves the gateways' group, so that the others take
 // them at once. Run returns once it has left.
@@ -246,6 +267,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
+		m.mu.Lock()
+		m.membership.SetBrokers(m.brokers)
+		m.mu.Unlock()
 		req, wake := m.membership.Next()
 		if req != nil {
 			sentAt := m.clock()
@@ -275,6 +299,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-leave:
 			leave = nil
 			m.membership.Leave()
+		case <-m.brokersSet:
 		case <-timer.C:
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -39,21 +40,26 @@ type MembershipConfig struct {
 // Owner is one gateway of the layout a generation of the gateways' group
 // made, as every member learns it from its assignment. Refused says why a
 // gateway got no shards at all: it cannot write the cluster's format.
+// Brokers are the gateway's listeners for the upstream's brokers: node id
+// to port, at Address's host.
 type Owner struct {
-	ID      string `json:"id"`
-	Address string `json:"address"`
-	Shards  []int  `json:"shards"`
-	Refused string `json:"refused,omitempty"`
+	ID      string          `json:"id"`
+	Address string          `json:"address"`
+	Shards  []int           `json:"shards"`
+	Refused string          `json:"refused,omitempty"`
+	Brokers map[int32]int32 `json:"brokers,omitempty"`
 }
 
 // gatewayInfo is what a gateway says of itself in its subscription's user
-// data: who it is, where clients reach it, and the record formats it can
-// write, oldest and newest.
+// data: who it is, where clients reach it and its listeners for the
+// upstream's brokers, and the record formats it can write, oldest and
+// newest. A gateway that knows no Brokers field ignores it.
 type gatewayInfo struct {
-	ID        string `json:"id"`
-	Address   string `json:"address"`
-	MinFormat byte   `json:"min_format"`
-	MaxFormat byte   `json:"max_format"`
+	ID        string          `json:"id"`
+	Address   string          `json:"address"`
+	Brokers   map[int32]int32 `json:"brokers,omitempty"`
+	MinFormat byte            `json:"min_format"`
+	MaxFormat byte            `json:"max_format"`
 }
 
 // layoutData is what the leader writes into every assignment: the format
@@ -130,8 +136,11 @@ type Membership struct {
 	ownedGen   int32
 	nextBeat   time.Duration
 	retryAt    time.Duration
-	err        error
-	changes    []Change
+	// brokers are this gateway's listeners for the upstream's brokers
+	// (SetBrokers); joinedWith what its last JoinGroup said of them.
+	brokers, joinedWith map[int32]int32
+	err                 error
+	changes             []Change
 }
 
 // NewMembership returns a membership that has not joined yet, read on
@@ -181,6 +190,14 @@ func (m *Membership) Leave() {
 	m.state = leaving
 }
 
+// SetBrokers tells the membership this gateway's listeners for the
+// upstream's brokers (node id to port), which the other gateways route
+// clients to. A change is published with a JoinGroup: a stable member
+// rejoins (KIP-429 keeps its shards where they are).
+func (m *Membership) SetBrokers(ports map[int32]int32) {
+	m.brokers = maps.Clone(ports)
+}
+
 // Next returns the request to send now, or nil and when to ask again.
 func (m *Membership) Next() (kmsg.Request, time.Duration) {
 	now := m.clock()
@@ -198,6 +215,11 @@ func (m *Membership) Next() (kmsg.Request, time.Duration) {
 	case syncing:
 		req = m.syncRequest()
 	case stable:
+		if !maps.Equal(m.brokers, m.joinedWith) {
+			m.state = joining
+			req = m.joinRequest()
+			break
+		}
 		if now < m.nextBeat {
 			wake := m.nextBeat
 			if u := m.lease.Until(); u > 0 && u < wake {
@@ -261,7 +283,8 @@ func (m *Membership) joinRequest() kmsg.Request {
 		}
 		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
 	}
-	meta.UserData, _ = json.Marshal(gatewayInfo{ID: m.cfg.ID, Address: m.cfg.Address, MinFormat: minFormat, MaxFormat: FormatVersion})
+	m.joinedWith = m.brokers
+	meta.UserData, _ = json.Marshal(gatewayInfo{ID: m.cfg.ID, Address: m.cfg.Address, Brokers: m.brokers, MinFormat: minFormat, MaxFormat: FormatVersion})
 	jg := kmsg.NewPtrJoinGroupRequest()
 	jg.Group, jg.MemberID, jg.InstanceID = m.cfg.Group, m.memberID, &m.cfg.ID
 	jg.SessionTimeoutMillis = int32(m.cfg.SessionTimeout / time.Millisecond)
@@ -366,7 +389,7 @@ func (m *Membership) assign() map[string][]byte {
 	}
 	var layout []Owner
 	for id, g := range gateways {
-		ow := Owner{ID: id, Address: g.info.Address, Shards: shardsOf[id]}
+		ow := Owner{ID: id, Address: g.info.Address, Shards: shardsOf[id], Brokers: g.info.Brokers}
 		if g.info.MinFormat > format {
 			ow.Refused = fmt.Sprintf("it writes state records in format %d or newer, and another gateway of the cluster reads only up to format %d: upgrade the others first", g.info.MinFormat, format)
 		}

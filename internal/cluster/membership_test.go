@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -349,4 +350,39 @@ func TestMembership_AGatewayThatCannotWriteTheClustersFormatIsRefused(t *testing
 		t.Fatalf("the refused gateway's error: %v", err)
 	}
 	next[*kmsg.LeaveGroupRequest](t, newer)
+}
+
+// TestMembership_ChangedBrokersArePublishedByARejoinThatKeepsTheShards: a
+// stable gateway whose listeners for the upstream's brokers change rejoins
+// at once, rather than heartbeating, with them in its subscription; the
+// leader's layout carries them, and the gateway keeps every shard it held.
+func TestMembership_ChangedBrokersArePublishedByARejoinThatKeepsTheShards(t *testing.T) {
+	clk := &fakeClock{now: time.Minute}
+	m := testMembership("gw-1", clk)
+	sg := joinedAlone(t, m, clk, 1)
+	answerSync(t, m, clk, sg, sg.MemberID)
+	if ch := m.Changes(); len(ch) != 1 || ch[0].Layout[0].Brokers != nil {
+		t.Fatalf("changes before any brokers were set: %+v", ch)
+	}
+	for _, ports := range []map[int32]int32{{0: 19092, 1: 19093}, {0: 19092, 1: 19093, 2: 19094}} {
+		m.SetBrokers(ports)
+		sg = joinedAlone(t, m, clk, 2)
+		answerSync(t, m, clk, sg, sg.MemberID)
+		ch := m.Changes()
+		if len(ch) != 1 || len(ch[0].Layout) != 1 || !maps.Equal(ch[0].Layout[0].Brokers, ports) || len(ch[0].Revoked) != 0 {
+			t.Fatalf("changes after publishing %v: %+v", ports, ch)
+		}
+		if owned, _ := m.Owned(); len(owned) != 4 {
+			t.Fatalf("owns %v after the rejoin, want all four shards", owned)
+		}
+		// The same ports again, in a map of their own: nothing to publish.
+		m.SetBrokers(maps.Clone(ports))
+		for range 2 {
+			clk.now += time.Second
+			if hb := next[*kmsg.HeartbeatRequest](t, m); hb.Generation != 2 {
+				t.Fatalf("heartbeat %+v", hb)
+			}
+			m.Answered(clk.now, kmsg.NewPtrHeartbeatResponse(), nil)
+		}
+	}
 }

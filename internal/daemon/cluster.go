@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,6 +32,9 @@ func (g clusterGroups) Groups() []string                           { return g.d.
 // own (proxy.Options.Peers).
 type clusterView struct {
 	m *cluster.Manager
+	// leaving is set once this gateway hands its groups over at shutdown:
+	// clients are routed to the others only.
+	leaving atomic.Bool
 
 	mu    sync.Mutex
 	peers map[gatewayKey]proxy.Peer
@@ -85,15 +89,55 @@ func ownerState(own cluster.Ownership) gateway.OwnerState {
 	return gateway.OwnedElsewhere
 }
 
-// Peers lists every gateway of the latest layout.
+// Peers lists every gateway of the latest layout, but this one while it
+// leaves.
 func (v *clusterView) Peers() []proxy.Peer {
 	var out []proxy.Peer
+	leaving := v.leaving.Load()
 	for _, o := range v.m.Layout() {
+		if leaving && o.ID == v.m.ID() {
+			continue
+		}
 		if p, ok := v.peer(o); ok {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// Route implements proxy.Options.Route: clients reach upstream node n
+// through gateway n mod k of the k gateways of the latest layout that
+// listen for it, in id order (this one left out while it leaves). Every
+// gateway gives the same answer for one layout, and a client's
+// connections span the cluster.
+func (v *clusterView) Route(node int32) (proxy.Peer, bool) {
+	return routeNode(v.m.Layout(), v.m.ID(), v.leaving.Load(), node)
+}
+
+// routeNode is Route over layout, for the gateway self: the listener
+// clients use for node, or false for self's own.
+func routeNode(layout []cluster.Owner, self string, leaving bool, node int32) (proxy.Peer, bool) {
+	if node < 0 {
+		return proxy.Peer{}, false
+	}
+	var via []cluster.Owner
+	for _, o := range layout {
+		if _, ok := o.Brokers[node]; ok && !(leaving && o.ID == self) {
+			via = append(via, o)
+		}
+	}
+	if len(via) == 0 {
+		return proxy.Peer{}, false
+	}
+	o := via[int(node)%len(via)]
+	if o.ID == self {
+		return proxy.Peer{}, false
+	}
+	host, _, err := net.SplitHostPort(o.Address)
+	if err != nil {
+		return proxy.Peer{}, false
+	}
+	return proxy.Peer{Node: node, Host: host, Port: o.Brokers[node]}, true
 }
 
 // peerOf is the gateway o as clients reach it; false for no gateway, or an
@@ -145,6 +189,62 @@ func (f ownedForwarder) Forward(ctx context.Context, req kmsg.Request) (kmsg.Res
 		defer cancel()
 	}
 	return f.next.Forward(ctx, req)
+}
+
+// publishBrokers opens this gateway's listeners for the upstream's
+// brokers (nodes, or those the upstream names when nil) and publishes
+// them to the other gateways, which route clients to them. A failure is
+// logged: the gateway still serves, and the others route nothing here
+// until a later refresh publishes.
+func (d *Daemon) publishBrokers(ctx context.Context, nodes []int32) {
+	if nodes == nil {
+		var err error
+		if nodes, err = upstreamNodes(ctx, d.client); err != nil {
+			d.log.Warn("gateway cluster: listing the upstream's brokers failed; the other gateways route no client here until the next metadata refresh", "err", err)
+			return
+		}
+	}
+	ports, err := d.proxy.ListenFor(nodes)
+	if err != nil {
+		d.log.Warn("gateway cluster: a listener for an upstream broker failed", "err", err)
+	}
+	d.manager.SetBrokers(ports)
+}
+
+// upstreamNodes lists the upstream's brokers: a Metadata request for no
+// topic.
+func upstreamNodes(ctx context.Context, cl *kgo.Client) ([]int32, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{} // none, where nil is all
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("upstream metadata: %w", err)
+	}
+	nodes := make([]int32, 0, len(resp.Brokers))
+	for _, b := range resp.Brokers {
+		nodes = append(nodes, b.NodeID)
+	}
+	return nodes, nil
+}
+
+// drainClients, once this gateway has handed its groups over, lets its
+// clients move to the others before it closes: Metadata answers name the
+// others only, every client connection is closed once its requests in
+// flight are answered, and clients that come back are served until none
+// has sent a request for a second. It takes at most half of what is left
+// of ctx: the rest is for the requests in flight at the close.
+func (d *Daemon) drainClients(ctx context.Context) {
+	if d.proxy == nil {
+		return
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		defer cancel()
+	}
+	started := time.Now()
+	d.proxy.Drain(ctx, time.Second)
+	d.log.Info("shutdown: clients moved to the other gateways", "took", time.Since(started).Round(time.Millisecond), "all_quiet", ctx.Err() == nil)
 }
 
 // startCluster makes sure the state topic exists and makes this gateway's

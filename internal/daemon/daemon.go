@@ -90,6 +90,9 @@ type Daemon struct {
 	// taken (and outside a cluster).
 	manager     *cluster.Manager
 	clusterDone chan error
+	// view is the cluster as the gateway and the proxy see it; nil
+	// outside a cluster.
+	view *clusterView
 }
 
 // Options are what Start needs beyond the configuration.
@@ -211,18 +214,17 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	}
 	var forward driver.Forwarder = up
 	var saver driver.Saver
-	var view *clusterView
 	var refuse func(group string) int16
 	if cfg.Cluster.Name != "" {
 		if d.manager, err = d.startCluster(ctx, clientOpts); err != nil {
 			return d, err
 		}
-		view = &clusterView{m: d.manager}
+		d.view = &clusterView{m: d.manager}
 		// The gateway checks ownership before it hands a request to the
 		// driver; the driver checks again where the shard's unload is
 		// ordered, so that no request of a group given up in between
 		// meets a coordinator that no longer holds it.
-		refuse = view.Refusal
+		refuse = d.view.Refusal
 		// What the gateway sends upstream for a group, the offset
 		// keeper's re-commits too, goes only while it owns the group.
 		forward = ownedForwarder{next: up, m: d.manager}
@@ -273,9 +275,9 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 		Coordinators: up,
 		Logger:       log,
 	}
-	if view != nil {
-		gopts.Ownership, gopts.Upstream = view, up
-		popts.Peers = view.Peers
+	if d.view != nil {
+		gopts.Ownership, gopts.Upstream = d.view, up
+		popts.Peers, popts.Route = d.view.Peers, d.view.Route
 	}
 	gw := gateway.New(gopts)
 
@@ -332,6 +334,9 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 		}()
 	}
 	if d.manager != nil {
+		// Published before the first join, so that the others route
+		// clients here from the first layout on.
+		d.publishBrokers(ctx, nil)
 		d.clusterDone = make(chan error, 1)
 		go func() { d.clusterDone <- d.manager.Run(runCtx) }()
 	}
@@ -394,6 +399,8 @@ func (d *Daemon) Close(ctx context.Context) error {
 	if d.clusterDone != nil {
 		// Hand the groups over first, while the coordinator still
 		// answers: the other gateways take them from the release at once.
+		// Clients are sent elsewhere from now on (clusterView.Route).
+		d.view.leaving.Store(true)
 		d.manager.Leave()
 		select {
 		case err := <-d.clusterDone:
@@ -404,6 +411,7 @@ func (d *Daemon) Close(ctx context.Context) error {
 			d.log.Warn("shutdown: the hand-over of the cluster's groups did not finish in time; the others take them after this gateway's lease")
 		}
 		d.clusterDone = nil
+		d.drainClients(ctx)
 	}
 	if d.cancel != nil {
 		d.cancel()

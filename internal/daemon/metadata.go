@@ -45,6 +45,13 @@ func (d *Daemon) watchMetadata(ctx context.Context) {
 					d.log.Warn("metadata of a subscribed topic failed; its last known metadata stands", "topic", t, "err", kerr.ErrorForCode(code))
 				}
 				d.driver.SetMetadata(md, covered)
+				if d.manager != nil {
+					nodes := make([]int32, 0, len(md.Brokers))
+					for _, b := range md.Brokers {
+						nodes = append(nodes, b.ID)
+					}
+					d.publishBrokers(ctx, nodes) // a new upstream broker gets a listener the others learn of
+				}
 			}
 			// Members cannot reach the gateway while the upstream is down;
 			// their sessions wait for it to come back.

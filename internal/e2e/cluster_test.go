@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,10 +15,14 @@ import (
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 )
 
+// fastFailover are cluster timeouts short enough for a failover after a
+// kill to fit a test: a session of 3 s and a lease of 1.5 s.
+const fastFailover = "session_timeout = \"3s\"\nheartbeat_interval = \"300ms\"\nrebalance_timeout = \"3s\"\nlease = \"1500ms\"\n"
+
 // clusterGateways starts n gateway processes of one cluster in front of
-// upstream, each on ports of its own, with short cluster timeouts so that
-// a failover fits a test: a session of 3 s and a lease of 1.5 s.
-func clusterGateways(t *testing.T, upstream []string, n int) []*daemon {
+// upstream, each on ports of its own, with timing (TOML keys of
+// [cluster]; empty for the defaults).
+func clusterGateways(t *testing.T, upstream []string, n int, timing string) []*daemon {
 	t.Helper()
 	var ds []*daemon
 	for i := range n {
@@ -27,8 +33,7 @@ func clusterGateways(t *testing.T, upstream []string, n int) []*daemon {
 			BrokerPorts: map[int32]int{0: ports[2], 1: ports[3], 2: ports[4]},
 			Brokers:     upstream,
 			Groups:      []testutil.GroupRule{{Match: "*"}},
-			Extra: fmt.Sprintf("[cluster]\nname = \"e2e\"\nid = \"gw-%d\"\npartitions = 4\n"+
-				"session_timeout = \"3s\"\nheartbeat_interval = \"300ms\"\nrebalance_timeout = \"3s\"\nlease = \"1500ms\"\n", i),
+			Extra:       fmt.Sprintf("[cluster]\nname = \"e2e\"\nid = \"gw-%d\"\npartitions = 4\n%s", i, timing),
 		}.String()
 		ds = append(ds, startDaemon(t, t.TempDir(), cfg))
 	}
@@ -59,6 +64,99 @@ func ownerOf(ctx context.Context, ds []*daemon, group string) (*daemon, adminGro
 	return owner, g, err
 }
 
+// failoverRig is two gateways of one cluster in front of kfake, and three
+// kgo consumers of one group that bootstrap from both, settled and past
+// a first batch of records.
+type failoverRig struct {
+	upstream        *kfake.Cluster
+	rig             *kfakegroup.Rig
+	owner, survivor *daemon
+	settled         adminGroup
+	group, topic    string
+	members         []string
+	partitions      int32
+}
+
+func startFailoverRig(ctx context.Context, t *testing.T, timing string) *failoverRig {
+	t.Helper()
+	f := &failoverRig{group: "failover", topic: "events", members: []string{"a", "b", "c"}, partitions: 6}
+	var err error
+	f.upstream, err = kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(f.partitions, f.topic), kfake.GroupMinSessionTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.upstream.Close) // after the gateways stop: they leave the cluster on it
+	ds := clusterGateways(t, f.upstream.ListenAddrs(), 2, timing)
+
+	clientLog := &syncBuffer{}
+	f.rig = kfakegroup.NewRig([]string{ds[0].bootstrap, ds[1].bootstrap}, f.group, []string{f.topic}, slog.New(slog.NewTextHandler(clientLog, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() {
+		f.rig.Close(context.Background())
+		if t.Failed() {
+			t.Logf("consumers' log:\n%s", tail(clientLog.String(), 80))
+		}
+	})
+	opts := kfakegroup.ConsumerOptions{
+		Balancers:      []kgo.GroupBalancer{kgo.CooperativeStickyBalancer()},
+		SessionTimeout: 20 * time.Second,
+		Extra:          []kgo.Opt{kgo.RetryTimeout(30 * time.Second)},
+	}
+	for _, n := range f.members {
+		if _, err := f.rig.Start(n, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.owner, _, err = ownerOf(ctx, ds, f.group); err != nil {
+		t.Fatal(err)
+	}
+	if f.settled, err = settled(ctx, f.owner, f.group, f.rig.Ledger(), f.members); err != nil {
+		t.Fatal(err)
+	}
+	consumeAll(ctx, t, f.rig, f.topic, 300)
+	f.survivor = ds[0]
+	if f.owner == ds[0] {
+		f.survivor = ds[1]
+	}
+	return f
+}
+
+// givenUp lists the partitions members gave up (revoked or lost) in the
+// ledger's events since mark.
+func givenUp(l *kfakegroup.Ledger, mark int) []string {
+	var out []string
+	for _, e := range l.Events(mark) {
+		if e.Kind != kfakegroup.Assigned && len(e.Partitions) > 0 {
+			out = append(out, fmt.Sprintf("%s %s %v (generation %d)", e.Member, e.Kind, e.Partitions, e.Generation))
+		}
+	}
+	return out
+}
+
+// finish closes the consumers and checks what they consumed and committed:
+// every record exactly once, or at least once when members gave
+// partitions up (what was read and not committed is read again).
+func (f *failoverRig) finish(ctx context.Context, t *testing.T, once bool) {
+	t.Helper()
+	l := f.rig.Ledger()
+	if err := kfakegroup.NoSharedOwnership(l.Owned()); err != nil {
+		t.Error(err)
+	}
+	if err := f.rig.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := kfakegroup.AllConsumedOnce
+	if !once {
+		check = kfakegroup.AllConsumedAtLeastOnce
+	}
+	if err := check(l); err != nil {
+		t.Error(err)
+	}
+	cl := adminClient(t, f.upstream.ListenAddrs())
+	if err := checkCommittedAtEnd(ctx, cl, f.group, f.topic, f.partitions); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestCluster_AKilledGatewaysGroupsMoveWithTheirState runs two gateway
 // processes of one cluster in front of kfake, and consumers of a group
 // that bootstrap from both. The gateway that owns the group is killed
@@ -72,41 +170,8 @@ func ownerOf(ctx context.Context, ds []*daemon, group string) (*daemon, adminGro
 func TestCluster_AKilledGatewaysGroupsMoveWithTheirState(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 120*time.Second)
-	upstream, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(6, "events"), kfake.GroupMinSessionTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(upstream.Close) // after the gateways stop: they leave the cluster on it
-	ds := clusterGateways(t, upstream.ListenAddrs(), 2)
-
-	const group = "failover"
-	rig := kfakegroup.NewRig([]string{ds[0].bootstrap, ds[1].bootstrap}, group, []string{"events"}, nil)
-	defer rig.Close(context.Background())
-	l := rig.Ledger()
-	opts := kfakegroup.ConsumerOptions{
-		Balancers:      []kgo.GroupBalancer{kgo.CooperativeStickyBalancer()},
-		SessionTimeout: 20 * time.Second,
-		Extra:          []kgo.Opt{kgo.RetryTimeout(30 * time.Second)},
-	}
-	names := []string{"a", "b", "c"}
-	for _, n := range names {
-		if _, err := rig.Start(n, opts); err != nil {
-			t.Fatal(err)
-		}
-	}
-	owner, _, err := ownerOf(ctx, ds, group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := settled(ctx, owner, group, l, names)
-	if err != nil {
-		t.Fatal(err)
-	}
-	consumeAll(ctx, t, rig, "events", 300)
-	survivor := ds[0]
-	if owner == ds[0] {
-		survivor = ds[1]
-	}
+	f := startFailoverRig(ctx, t, fastFailover)
+	owner, survivor, g, l := f.owner, f.survivor, f.settled, f.rig.Ledger()
 
 	before, mark := l.Owned(), l.Mark()
 	killed := time.Now()
@@ -114,12 +179,12 @@ func TestCluster_AKilledGatewaysGroupsMoveWithTheirState(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-owner.exited
-	consumeAll(ctx, t, rig, "events", 150)
+	consumeAll(ctx, t, f.rig, f.topic, 150)
 	resumed := time.Since(killed)
 	if resumed > 30*time.Second {
 		t.Errorf("consumption resumed %v after the kill, want within 30s", resumed)
 	}
-	after, err := settled(ctx, survivor, group, l, names)
+	after, err := settled(ctx, survivor, f.group, l, f.members)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,13 +192,7 @@ func TestCluster_AKilledGatewaysGroupsMoveWithTheirState(t *testing.T) {
 		t.Errorf("after the failover: generation %d, members %v; before: generation %d, members %v",
 			after.Generation, memberIDs(after), g.Generation, memberIDs(g))
 	}
-	events := l.Events(mark)
-	var rebalanced []string
-	for _, e := range events {
-		if e.Kind != kfakegroup.Assigned && len(e.Partitions) > 0 {
-			rebalanced = append(rebalanced, fmt.Sprintf("%s %s %v (generation %d)", e.Member, e.Kind, e.Partitions, e.Generation))
-		}
-	}
+	rebalanced := givenUp(l, mark)
 	t.Logf("consumption resumed %v after the kill; partitions given up across the failover: %v", resumed.Round(time.Millisecond), rebalanced)
 	if len(rebalanced) == 0 {
 		if after.Generation != g.Generation {
@@ -143,21 +202,59 @@ func TestCluster_AKilledGatewaysGroupsMoveWithTheirState(t *testing.T) {
 			t.Errorf("ownership changed across the failover: %v -> %v", before, owned)
 		}
 	}
-	if err := kfakegroup.NoSharedOwnership(l.Owned()); err != nil {
-		t.Error(err)
-	}
-	if err := rig.Close(ctx); err != nil {
+	f.finish(ctx, t, len(rebalanced) == 0)
+}
+
+// TestCluster_ATerminatedGatewayHandsItsGroupsOverWithNoRebalance: with
+// the default cluster timeouts (a session of 10 s, a lease of 6 s), the
+// owner of a group gets SIGTERM mid-traffic. It releases its shards and
+// leaves the gateways' group before it stops serving, so the survivor
+// holds the group well before the lease or a session timeout could have
+// let it, with the generation, the member ids and the assignment the
+// members had: no member gives a partition up, consumption goes on, and
+// every record is consumed exactly once.
+func TestCluster_ATerminatedGatewayHandsItsGroupsOverWithNoRebalance(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 120*time.Second)
+	f := startFailoverRig(ctx, t, "")
+	l := f.rig.Ledger()
+	before, mark := l.Owned(), l.Mark()
+
+	signalled := time.Now()
+	if err := f.owner.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	check := kfakegroup.AllConsumedOnce
-	if len(rebalanced) > 0 {
-		check = kfakegroup.AllConsumedAtLeastOnce // what was read and not committed is read again
+	held, err := settled(ctx, f.survivor, f.group, l, f.members)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := check(l); err != nil {
-		t.Error(err)
+	// Below the lease: a hand-over that waited it out, or the gateways'
+	// session, would take longer.
+	if took := time.Since(signalled); took > 5*time.Second {
+		t.Errorf("the survivor held the group %v after the SIGTERM, want within 5s (the lease is 6s)", took)
 	}
-	cl := adminClient(t, upstream.ListenAddrs())
-	if err := checkCommittedAtEnd(ctx, cl, group, "events", 6); err != nil {
-		t.Error(err)
+	handedOver := time.Since(signalled)
+	select {
+	case <-f.owner.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the terminated gateway did not exit within 30s")
 	}
+	if f.owner.exitErr != nil {
+		t.Errorf("the terminated gateway exited with %v", f.owner.exitErr)
+	}
+	consumeAll(ctx, t, f.rig, f.topic, 150)
+	t.Logf("the survivor held the group %v after the SIGTERM; consumption went on %v after it",
+		handedOver.Round(time.Millisecond), time.Since(signalled).Round(time.Millisecond))
+
+	if held.Generation != f.settled.Generation || fmt.Sprint(memberIDs(held)) != fmt.Sprint(memberIDs(f.settled)) {
+		t.Errorf("after the hand-over: generation %d, members %v; before: generation %d, members %v",
+			held.Generation, memberIDs(held), f.settled.Generation, memberIDs(f.settled))
+	}
+	if given := givenUp(l, mark); len(given) > 0 {
+		t.Errorf("members gave partitions up across the hand-over: %v", given)
+	}
+	if owned := l.Owned(); fmt.Sprint(owned) != fmt.Sprint(before) {
+		t.Errorf("ownership changed across the hand-over: %v -> %v", before, owned)
+	}
+	f.finish(ctx, t, true)
 }

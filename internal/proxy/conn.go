@@ -467,6 +467,7 @@ func (c *conn) readClient() {
 			c.close(err)
 			return
 		} else if streamed {
+			c.p.sawRequest()
 			if !c.nextFrameBuffered() {
 				if err := c.flushUpstream(); err != nil {
 					c.close(fmt.Errorf("upstream write: %w", err))
@@ -487,6 +488,7 @@ func (c *conn) readClient() {
 			}
 			return
 		}
+		c.p.sawRequest()
 		err = c.handle(fr)
 		if lent != nil {
 			c.p.bufs.putFrameBuf(lent)

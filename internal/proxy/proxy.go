@@ -47,6 +47,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -164,6 +165,15 @@ type Options struct {
 	// addresses given for their nodes are passed through as they are. It
 	// is called for every such answer and must not block.
 	Peers func() []Peer
+	// Route, when set, says for an upstream node which other gateway of
+	// the cluster clients are told to reach it through: the gateway's
+	// listener for the node as Host and Port (Node is unused), or false
+	// for this gateway's own. Spreading the nodes over the live gateways
+	// makes a client's connections span the cluster, so that losing the
+	// gateway it bootstrapped from does not leave it with no broker to
+	// ask. It is called for every broker address a response names and
+	// must not block.
+	Route func(node int32) (Peer, bool)
 	// OnUnreachable, when set, is called (from the connection's goroutine;
 	// it must not block) each time a client connection is closed because
 	// its broker could not be dialled. The daemon checks the upstream at
@@ -234,6 +244,11 @@ type Proxy struct {
 	bootNext  int            // round robin over brokers for bootstrap connections
 	wg        sync.WaitGroup // accept loops, refresher
 	connWG    sync.WaitGroup // connections
+
+	// While Drain watches, lastRead is when a client request was last
+	// read (unix nanoseconds).
+	watchReads atomic.Bool
+	lastRead   atomic.Int64
 }
 
 // nodeListener is the listener standing for one upstream node.
@@ -433,6 +448,62 @@ func (p *Proxy) ensureListener(node int32) (int32, error) {
 	return port, nil
 }
 
+// ListenFor opens this gateway's listeners for the upstream nodes that
+// have none yet, and returns the port of every listener it has, by node:
+// what a gateway of a cluster publishes for the others to route clients
+// to (Options.Route).
+func (p *Proxy) ListenFor(nodes []int32) (map[int32]int32, error) {
+	var errs []error
+	for _, n := range nodes {
+		if _, err := p.ensureListener(n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ports := make(map[int32]int32, len(p.listeners))
+	for n, l := range p.listeners {
+		ports[n] = l.port
+	}
+	return ports, errors.Join(errs...)
+}
+
+// Drain closes every client connection once its requests in flight are
+// answered, keeps the listeners open, and returns once no client request
+// has been read for quiet, or when ctx ends. A gateway leaving its cluster
+// drains after it has pointed its answers at the others (Options.Route,
+// Options.Peers): clients that come back learn from their next Metadata
+// where to go, and stop coming.
+func (p *Proxy) Drain(ctx context.Context, quiet time.Duration) {
+	p.lastRead.Store(time.Now().UnixNano())
+	p.watchReads.Store(true)
+	defer p.watchReads.Store(false)
+	p.mu.Lock()
+	for c := range p.conns {
+		c.drain()
+	}
+	p.mu.Unlock()
+	tick := time.NewTicker(min(quiet/4, 100*time.Millisecond))
+	defer tick.Stop()
+	for {
+		if time.Since(time.Unix(0, p.lastRead.Load())) >= quiet {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// sawRequest notes, while Drain watches, that a client request was read.
+func (p *Proxy) sawRequest() {
+	if p.watchReads.Load() {
+		p.lastRead.Store(time.Now().UnixNano())
+	}
+}
+
 // advertise maps an upstream node to the address clients must use. The
 // host and port the upstream gave are remembered as that node's address
 // when the proxy has none yet, so a broker first seen in a response can be
@@ -448,6 +519,11 @@ func (p *Proxy) advertise(node int32, upHost string, upPort int32) (string, int3
 	}
 	if upHost != "" {
 		p.state.learn(node, net.JoinHostPort(upHost, strconv.Itoa(int(upPort))))
+	}
+	if p.opts.Route != nil {
+		if pr, ok := p.opts.Route(node); ok {
+			return pr.Host, pr.Port, true
+		}
 	}
 	port, err := p.ensureListener(node)
 	if err != nil {
