@@ -115,17 +115,27 @@ func groupsCmd(ctx context.Context, e *env, args []string) error {
 	return usagef("groups: at most one group id, got %d arguments", fs.NArg())
 }
 
-// pluginsCmd lists the loaded plugin modules.
-func pluginsCmd(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("plugins", flag.ContinueOnError)
+// noArgAdminCmd parses the flags of an admin command that takes no
+// arguments.
+func noArgAdminCmd(e *env, name string, args []string) (adminFlags, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	var a adminFlags
 	a.register(fs)
 	if err := parse(fs, args); err != nil {
-		return err
+		return a, err
 	}
 	if fs.NArg() > 0 {
-		return usagef("plugins: takes no arguments, got %q", fs.Args())
+		return a, usagef("%s: takes no arguments, got %q", name, fs.Args())
+	}
+	return a, nil
+}
+
+// pluginsCmd lists the loaded plugin modules.
+func pluginsCmd(ctx context.Context, e *env, args []string) error {
+	a, err := noArgAdminCmd(e, "plugins", args)
+	if err != nil {
+		return err
 	}
 	var plugins []admin.Plugin
 	if err := a.get(ctx, "/v1/plugins", &plugins); err != nil {
@@ -154,7 +164,7 @@ func pluginsCmd(ctx context.Context, e *env, args []string) error {
 	if pool.Waits > 0 {
 		mean = pool.WaitSeconds / float64(pool.Waits)
 	}
-	_, err := fmt.Fprintf(e.stdout, "\ninstances: %d busy, %d idle, %d starting, of at most %d; %d calls queued\nqueue: %d calls waited, mean %s, longest %s; %d overloads\n",
+	_, err = fmt.Fprintf(e.stdout, "\ninstances: %d busy, %d idle, %d starting, of at most %d; %d calls queued\nqueue: %d calls waited, mean %s, longest %s; %d overloads\n",
 		pool.Busy, pool.Idle+pool.Idling, pool.Starting, pool.Size, pool.Queued, pool.Waits,
 		seconds(mean), seconds(pool.WaitMaxSeconds), pool.Overloads)
 	return err
@@ -170,4 +180,89 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// clusterCmd shows a gateway cluster: its gateways and their shards, as
+// the gateway at --admin sees them, then each gateway's groups, read from
+// its own admin API (the address it published; a gateway that cannot be
+// read is named with the reason, and the rest are still shown).
+func clusterCmd(ctx context.Context, e *env, args []string) error {
+	a, err := noArgAdminCmd(e, "cluster", args)
+	if err != nil {
+		return err
+	}
+	var c admin.Cluster
+	if err := a.get(ctx, "/v1/cluster", &c); err != nil {
+		return err
+	}
+	when := func(t *time.Time) string {
+		if t == nil {
+			return "never"
+		}
+		return t.Format(time.RFC3339)
+	}
+	fmt.Fprintf(e.stdout, "cluster %s, generation %d, layout changed %s (seen from %s)\n\n",
+		termtext.Escape(c.Name), c.Generation, when(c.LayoutChangedAt), termtext.Escape(c.Gateway))
+	views := map[string]admin.Cluster{c.Gateway: c}
+	var unread []string
+	for _, g := range c.Gateways {
+		if _, ok := views[g.ID]; ok {
+			continue
+		}
+		if g.Admin == "" {
+			unread = append(unread, fmt.Sprintf("%s: publishes no admin API", g.ID))
+			continue
+		}
+		peer := adminFlags{addr: g.Admin, token: a.token}
+		var v admin.Cluster
+		if err := peer.get(ctx, "/v1/cluster", &v); err != nil {
+			unread = append(unread, fmt.Sprintf("%s: %v", g.ID, err))
+			continue
+		}
+		views[g.ID] = v
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GATEWAY\tADDRESS\tADMIN\tSHARDS\tSERVING\tGROUPS\tMOVED")
+	for _, g := range c.Gateways {
+		serving, groups, moved := "?", "?", "?"
+		if v, ok := views[g.ID]; ok {
+			n := 0
+			for _, s := range v.Shards {
+				if s.State == "serving" {
+					n++
+				}
+			}
+			serving, groups, moved = strconv.Itoa(n), strconv.Itoa(len(v.Groups)), when(v.MovedAt)
+			if v.Leaving {
+				moved += " (leaving)"
+			}
+		}
+		shards := make([]string, len(g.Shards))
+		for i, s := range g.Shards {
+			shards[i] = strconv.Itoa(s)
+		}
+		if g.Refused != "" {
+			shards = []string{"refused: " + g.Refused}
+		}
+		cells := termtext.EscapeAll([]string{g.ID, g.Address, dash(g.Admin), dash(strings.Join(shards, ",")), serving, groups, moved})
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout)
+	tw = tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tSHARD\tGATEWAY")
+	for _, g := range c.Gateways {
+		for _, grp := range views[g.ID].Groups {
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", termtext.Escape(grp.Group), grp.Shard, termtext.Escape(g.ID))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, u := range unread {
+		fmt.Fprintf(e.stderr, "wasmassign cluster: not read: %s\n", termtext.Escape(u))
+	}
+	return nil
 }

@@ -50,6 +50,7 @@ commands:
   serve      run the gateway: a Kafka proxy whose consumer groups are assigned by wasm plugins
   groups     list a running gateway's groups, or show one: members, racks, assignment
   plugins    list a running gateway's plugins: status, ABI, assignors, checksum
+  cluster    show a gateway cluster: its gateways, the shards and groups each owns, when ownership moved
   simulate   run an assignor over a scenario file and print the assignment
   inspect    show what a plugin module provides and imports
   bench      time an assignor against kgo's native balancer on the same input
@@ -85,6 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = groupsCmd(ctx, env, args[1:])
 	case "plugins":
 		err = pluginsCmd(ctx, env, args[1:])
+	case "cluster":
+		err = clusterCmd(ctx, env, args[1:])
 	case "simulate":
 		err = simulate(ctx, env, args[1:])
 	case "inspect":

@@ -113,6 +113,50 @@ type GroupSummary struct {
 	Assignor   string `json:"assignor"`
 }
 
+// Cluster is GET /v1/cluster: the gateway cluster as this gateway sees
+// it, from the latest generation of the gateways' group.
+type Cluster struct {
+	Name       string `json:"name"`
+	Gateway    string `json:"gateway"` // this gateway's id
+	Generation int32  `json:"generation"`
+	// LayoutChangedAt is when the layout last changed, MovedAt when this
+	// gateway last took or gave up a shard; null for never.
+	LayoutChangedAt *time.Time `json:"layout_changed_at"`
+	MovedAt         *time.Time `json:"moved_at"`
+	// Leaving is set while this gateway hands its groups over at
+	// shutdown.
+	Leaving  bool             `json:"leaving"`
+	Gateways []ClusterGateway `json:"gateways"`
+	// Shards and Groups are this gateway's: the state topic's partitions
+	// it holds, and the managed groups it serves, with their shards.
+	Shards []ClusterShard `json:"shards"`
+	Groups []ClusterGroup `json:"groups"`
+}
+
+// ClusterGateway is one gateway of the cluster's layout. Refused says why
+// it was given no shard.
+type ClusterGateway struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	Admin   string `json:"admin,omitempty"`
+	Shards  []int  `json:"shards"`
+	Refused string `json:"refused,omitempty"`
+}
+
+// ClusterShard is one shard this gateway holds: "loading" or "serving",
+// since when.
+type ClusterShard struct {
+	Shard int       `json:"shard"`
+	State string    `json:"state"`
+	Since time.Time `json:"since"`
+}
+
+// ClusterGroup is one managed group this gateway serves, and its shard.
+type ClusterGroup struct {
+	Group string `json:"group"`
+	Shard int    `json:"shard"`
+}
+
 // Source is what the admin API reports on. Its methods must not block for
 // long: they run on HTTP handler goroutines.
 type Source interface {
@@ -131,6 +175,8 @@ type Source interface {
 	// GroupSVG writes the picture of a group's assignment; false when the
 	// group is unknown.
 	GroupSVG(w io.Writer, id string) (bool, error)
+	// Cluster reports the gateway cluster; false outside one.
+	Cluster() (Cluster, bool)
 }
 
 // Options configure the handler.
@@ -183,6 +229,18 @@ func NewHandler(src Source, opt Options) http.Handler {
 	})
 	protected.HandleFunc("GET /v1/plugins/pool", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, logger, src.Pool())
+	})
+	protected.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, _ *http.Request) {
+		c, ok := src.Cluster()
+		if !ok {
+			http.Error(w, "this gateway is in no cluster ([cluster] name is empty)", http.StatusNotFound)
+			return
+		}
+		c.Gateways, c.Shards, c.Groups = nonNil(c.Gateways), nonNil(c.Shards), nonNil(c.Groups)
+		for i := range c.Gateways {
+			c.Gateways[i].Shards = nonNil(c.Gateways[i].Shards)
+		}
+		writeJSON(w, logger, c)
 	})
 	protected.HandleFunc("GET /v1/groups", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, logger, nonNil(src.Groups()))

@@ -16,8 +16,16 @@ import (
 )
 
 type fakeSource struct {
-	ready  error
-	groups map[string]Group
+	ready   error
+	groups  map[string]Group
+	cluster *Cluster
+}
+
+func (f *fakeSource) Cluster() (Cluster, bool) {
+	if f.cluster == nil {
+		return Cluster{}, false
+	}
+	return *f.cluster, true
 }
 
 func (f *fakeSource) Ready(context.Context) error { return f.ready }
@@ -96,6 +104,47 @@ func TestGroup_HasTheDocumentedFields(t *testing.T) {
 	}
 }
 
+func TestCluster_HasTheDocumentedFields(t *testing.T) {
+	src := newFake()
+	at := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	src.cluster = &Cluster{Name: "prod", Gateway: "gw-1", Generation: 4, LayoutChangedAt: &at,
+		Gateways: []ClusterGateway{{ID: "gw-1", Address: "10.0.0.1:9092", Admin: "10.0.0.1:9644", Shards: []int{0, 2}}, {ID: "gw-2", Address: "10.0.0.2:9092"}},
+		Shards:   []ClusterShard{{Shard: 0, State: "serving", Since: at}, {Shard: 2, State: "loading", Since: at}},
+		Groups:   []ClusterGroup{{Group: "orders", Shard: 2}}}
+	resp, body := get(t, NewHandler(src, Options{}), "/v1/cluster", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"name", "gateway", "generation", "layout_changed_at", "moved_at", "leaving", "gateways", "shards", "groups"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("missing field %q in %s", k, body)
+		}
+	}
+	if doc["moved_at"] != nil {
+		t.Errorf("moved_at %v, want null for never", doc["moved_at"])
+	}
+	gw := doc["gateways"].([]any)[1].(map[string]any)
+	if shards, ok := gw["shards"].([]any); !ok || len(shards) != 0 {
+		t.Errorf("a gateway with no shards lists %v, want []", gw["shards"])
+	}
+	for _, k := range []string{"id", "address", "shards"} {
+		if _, ok := gw[k]; !ok {
+			t.Errorf("gateway lacks %q", k)
+		}
+	}
+	sh := doc["shards"].([]any)[1].(map[string]any)
+	if sh["state"] != "loading" || sh["shard"] != 2.0 {
+		t.Errorf("shard %v", sh)
+	}
+	if g := doc["groups"].([]any)[0].(map[string]any); g["group"] != "orders" || g["shard"] != 2.0 {
+		t.Errorf("group %v", g)
+	}
+}
+
 func TestEmptyGroup_AnswersWithNoMembersAndAPicture(t *testing.T) {
 	h := NewHandler(newFake(), Options{})
 	resp, body := get(t, h, "/v1/groups/empty%2Fone", "")
@@ -111,6 +160,8 @@ func TestEmptyGroup_AnswersWithNoMembersAndAPicture(t *testing.T) {
 func TestRoutes_StatusCodes(t *testing.T) {
 	notReady := newFake()
 	notReady.ready = errors.New("upstream unreachable")
+	clustered := newFake()
+	clustered.cluster = &Cluster{Name: "prod", Gateway: "gw-1", Gateways: []ClusterGateway{{ID: "gw-1", Address: "10.0.0.1:9092"}}}
 	tests := []struct {
 		name   string
 		src    *fakeSource
@@ -127,6 +178,8 @@ func TestRoutes_StatusCodes(t *testing.T) {
 		{"unknown group", newFake(), "/v1/groups/nope", 404, `no managed group \"nope\"`},
 		{"unknown group picture", newFake(), "/v1/groups/nope/assignment.svg", 404, "nope"},
 		{"unknown route", newFake(), "/v2/x", 404, ""},
+		{"no cluster", newFake(), "/v1/cluster", 404, "in no cluster"},
+		{"cluster", clustered, "/v1/cluster", 200, `"shards": []`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

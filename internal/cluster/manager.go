@@ -47,6 +47,11 @@ type ManagerConfig struct {
 	Logger *slog.Logger
 	// Clock is the monotonic clock leases run on; nil is BootClock.
 	Clock Clock
+	// Admin is where operators reach this gateway's admin API, published
+	// to the others for `wasmassign cluster`; empty for none.
+	Admin string
+	// Hooks observe the Manager (see Hook).
+	Hooks []Hook
 }
 
 // GroupName is the gateways' own consumer group of cluster name.
@@ -96,6 +101,8 @@ type Manager struct {
 	layout     []Owner
 	generation int32
 	brokers    map[int32]int32 // SetBrokers', for Run to publish
+	layoutAt   time.Time       // when the layout last changed
+	movedAt    time.Time       // when this gateway last took or gave up a shard
 	wg         sync.WaitGroup
 }
 
@@ -113,6 +120,7 @@ type ownedShard struct {
 	generation int32
 	receivedAt time.Duration
 	status     shardStatus
+	since      time.Time          // when it took its status
 	cancel     context.CancelFunc // ends the load and the writes
 	writer     *ShardWriter       // set once claimed
 	// saves waiting for the shard's writer, in order; wake tells the
@@ -138,7 +146,7 @@ func NewManager(cfg ManagerConfig) *Manager {
 		log = slog.New(slog.DiscardHandler)
 	}
 	mc := MembershipConfig{
-		Group: GroupName(cfg.Name), Topic: cfg.Topic, Shards: cfg.Shards, ID: cfg.ID, Address: cfg.Address,
+		Group: GroupName(cfg.Name), Topic: cfg.Topic, Shards: cfg.Shards, ID: cfg.ID, Address: cfg.Address, Admin: cfg.Admin,
 		SessionTimeout: cfg.SessionTimeout, RebalanceTimeout: cfg.RebalanceTimeout,
 		HeartbeatInterval: cfg.HeartbeatInterval, Lease: cfg.Lease,
 	}
@@ -231,6 +239,47 @@ func (m *Manager) Save(group string, state *coordinator.GroupState, done func(er
 	}
 }
 
+// Status is a gateway's view of its cluster, for operators: the layout of
+// the latest generation of the gateways' group and when it came, and the
+// shards this gateway holds.
+type Status struct {
+	Name, ID   string
+	Generation int32
+	// LayoutAt is when the layout last changed, MovedAt when this gateway
+	// last took or gave up a shard (zero: never).
+	LayoutAt, MovedAt time.Time
+	Gateways          []Owner
+	Shards            []ShardStatus
+}
+
+// ShardStatus is one shard this gateway holds: "loading" (read, or wait
+// out the last owner's lease) or "serving", since when.
+type ShardStatus struct {
+	Shard int
+	State string
+	Since time.Time
+}
+
+// Status reports the cluster as this gateway sees it now.
+func (m *Manager) Status() Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := Status{Name: m.cfg.Name, ID: m.cfg.ID, Generation: m.generation, LayoutAt: m.layoutAt, MovedAt: m.movedAt,
+		Gateways: slices.Clone(m.layout)}
+	for _, s := range m.shards {
+		state := "loading"
+		if s.status == shardServing {
+			state = "serving"
+		}
+		st.Shards = append(st.Shards, ShardStatus{Shard: s.shard, State: state, Since: s.since})
+	}
+	slices.SortFunc(st.Shards, func(a, b ShardStatus) int { return cmp.Compare(a.Shard, b.Shard) })
+	return st
+}
+
+// ShardOf is the shard of the state topic group belongs to.
+func (m *Manager) ShardOf(group string) int { return ShardOf(group, m.cfg.Shards) }
+
 // ID is this gateway's id in the cluster.
 func (m *Manager) ID() string { return m.cfg.ID }
 
@@ -316,12 +365,16 @@ func (m *Manager) apply(ctx context.Context, changes []Change) {
 			m.giveUp(c.Revoked, c.Reason)
 		}
 		m.mu.Lock()
+		now := time.Now()
 		if c.Layout != nil {
-			m.layout, m.generation = c.Layout, c.Generation
+			m.layout, m.generation, m.layoutAt = c.Layout, c.Generation, now
+		}
+		if len(c.Assigned) > 0 {
+			m.movedAt = now
 		}
 		for _, shard := range c.Assigned {
 			sctx, cancel := context.WithCancel(ctx)
-			s := &ownedShard{shard: shard, generation: c.Generation, receivedAt: c.ReceivedAt, cancel: cancel,
+			s := &ownedShard{shard: shard, generation: c.Generation, receivedAt: c.ReceivedAt, since: now, cancel: cancel,
 				wake: make(chan struct{}, 1), done: make(chan struct{})}
 			m.shards[shard] = s
 			m.wg.Add(1)
@@ -343,9 +396,17 @@ func (m *Manager) giveUp(shards []int, reason string) {
 			gone = append(gone, s)
 		}
 	}
+	if len(gone) > 0 {
+		m.movedAt = time.Now()
+	}
 	m.mu.Unlock()
 	if len(gone) == 0 {
 		return
+	}
+	for _, s := range gone {
+		for _, h := range m.cfg.Hooks {
+			h.OnShardGivenUp(s.shard, reason)
+		}
 	}
 	var unload []string
 	for _, g := range m.cfg.Groups.Groups() {
@@ -436,10 +497,24 @@ func (m *Manager) own(ctx context.Context, s *ownedShard) {
 		m.log.Error("loading a shard's groups into the coordinator failed", "shard", s.shard, "err", err)
 	}
 	m.mu.Lock()
-	s.status = shardServing
+	s.status, s.since = shardServing, time.Now()
 	m.mu.Unlock()
+	took := time.Since(started)
+	how := "failover"
+	switch {
+	case sh.Clean:
+		how = "handover"
+	case sh.Owner == Writer{}:
+		how = "first"
+	}
+	for _, h := range m.cfg.Hooks {
+		for reason, n := range sh.Skipped {
+			h.OnRecordsSkipped(s.shard, reason, n)
+		}
+		h.OnShardServing(s.shard, len(states), took, how)
+	}
 	m.log.Info("serving shard", "shard", s.shard, "generation", s.generation, "groups", len(states),
-		"clean", sh.Clean, "skipped", sh.Skipped, "took", time.Since(started).Round(time.Millisecond))
+		"clean", sh.Clean, "skipped", sh.Skipped, "took", took.Round(time.Millisecond))
 	m.write(ctx, s)
 }
 

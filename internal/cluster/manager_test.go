@@ -90,13 +90,16 @@ func TestManager_GatewaysShareTheShardsAndHandThemOverCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+	hooks := map[string]*recordingHook{}
 	newGateway := func(id string) (*Manager, *heldGroups, chan error) {
 		held := &heldGroups{held: map[string]coordinator.GroupState{}}
+		hooks[id] = &recordingHook{}
 		m := NewManager(ManagerConfig{
-			Name: "m", Topic: topic, Shards: shards, ID: id, Address: id + ":9092",
+			Name: "m", Topic: topic, Shards: shards, ID: id, Address: id + ":9092", Admin: id + ":9644",
 			SessionTimeout: 6 * time.Second, RebalanceTimeout: 5 * time.Second, HeartbeatInterval: 200 * time.Millisecond, Lease: lease,
-			Opts: opts, Groups: held, Logger: testLogger(t),
+			Opts: opts, Groups: held, Logger: testLogger(t), Hooks: []Hook{hooks[id]},
 		})
+		m.SetBrokers(map[int32]int32{0: 19092})
 		done := make(chan error, 1)
 		go func() { done <- m.Run(ctx) }()
 		return m, held, done
@@ -219,8 +222,59 @@ func TestManager_GatewaysShareTheShardsAndHandThemOverCleanly(t *testing.T) {
 	if len(doubles) > 0 {
 		t.Fatalf("shards served by both gateways at once: %v", doubles)
 	}
+
+	// What operators see: the hooks and the status.
+	if given := hooks["gw-a"].givenUp(); len(given) != shards || slices.ContainsFunc(given, func(r string) bool { return r != "moved" && r != "leaving" }) {
+		t.Errorf("the first gateway gave shards up for %v, want each of %d moved or leaving", given, shards)
+	}
+	if served := hooks["gw-b"].served(); len(served) != shards || slices.ContainsFunc(served, func(how string) bool { return how != "handover" }) {
+		t.Errorf("the second gateway took its shards by %v, want %d hand-overs", served, shards)
+	}
+	if served := hooks["gw-a"].served(); len(served) != shards || slices.ContainsFunc(served, func(how string) bool { return how != "first" }) {
+		t.Errorf("the first gateway took the new cluster's shards by %v, want %d firsts", served, shards)
+	}
+	st := b.Status()
+	if len(st.Shards) != shards || slices.ContainsFunc(st.Shards, func(s ShardStatus) bool { return s.State != "serving" || s.Since.IsZero() }) {
+		t.Errorf("the second gateway's status: shards %+v, want all %d serving", st.Shards, shards)
+	}
+	if len(st.Gateways) != 1 || st.Gateways[0].ID != "gw-b" || st.Gateways[0].Admin != "gw-b:9644" || st.Gateways[0].Brokers[0] != 19092 || st.MovedAt.IsZero() || st.LayoutAt.IsZero() {
+		t.Errorf("the second gateway's status: %+v", st)
+	}
 	cancel()
 	<-doneB
+}
+
+// recordingHook records what a Manager's Hook is told.
+type recordingHook struct {
+	mu      sync.Mutex
+	serving []string // how, per shard served
+	gone    []string
+}
+
+func (h *recordingHook) OnShardServing(_, _ int, _ time.Duration, how string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.serving = append(h.serving, how)
+}
+
+func (h *recordingHook) OnShardGivenUp(_ int, reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gone = append(h.gone, reason)
+}
+
+func (h *recordingHook) OnRecordsSkipped(int, string, int) {}
+
+func (h *recordingHook) served() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.serving)
+}
+
+func (h *recordingHook) givenUp() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.gone)
 }
 
 // testLogger writes through t, so a failing test shows what its gateways

@@ -29,8 +29,8 @@ type MembershipConfig struct {
 	// ID is this gateway's stable identity, its group.instance.id (KIP-345):
 	// a restarted gateway takes its place back, and a paused one that comes
 	// back after its successor joined is fenced. Address is where clients
-	// reach it.
-	ID, Address string
+	// reach it, Admin its admin API (empty for none).
+	ID, Address, Admin string
 	// SessionTimeout, RebalanceTimeout and HeartbeatInterval are the
 	// member's Kafka timeouts; Lease is how long a confirmed request lets
 	// the gateway answer for its shards (shorter than SessionTimeout).
@@ -41,10 +41,11 @@ type MembershipConfig struct {
 // made, as every member learns it from its assignment. Refused says why a
 // gateway got no shards at all: it cannot write the cluster's format.
 // Brokers are the gateway's listeners for the upstream's brokers: node id
-// to port, at Address's host.
+// to port, at Address's host. Admin is its admin API, empty for none.
 type Owner struct {
 	ID      string          `json:"id"`
 	Address string          `json:"address"`
+	Admin   string          `json:"admin,omitempty"`
 	Shards  []int           `json:"shards"`
 	Refused string          `json:"refused,omitempty"`
 	Brokers map[int32]int32 `json:"brokers,omitempty"`
@@ -57,6 +58,7 @@ type Owner struct {
 type gatewayInfo struct {
 	ID        string          `json:"id"`
 	Address   string          `json:"address"`
+	Admin     string          `json:"admin,omitempty"`
 	Brokers   map[int32]int32 `json:"brokers,omitempty"`
 	MinFormat byte            `json:"min_format"`
 	MaxFormat byte            `json:"max_format"`
@@ -284,7 +286,7 @@ func (m *Membership) joinRequest() kmsg.Request {
 		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
 	}
 	m.joinedWith = m.brokers
-	meta.UserData, _ = json.Marshal(gatewayInfo{ID: m.cfg.ID, Address: m.cfg.Address, Brokers: m.brokers, MinFormat: minFormat, MaxFormat: FormatVersion})
+	meta.UserData, _ = json.Marshal(gatewayInfo{ID: m.cfg.ID, Address: m.cfg.Address, Admin: m.cfg.Admin, Brokers: m.brokers, MinFormat: minFormat, MaxFormat: FormatVersion})
 	jg := kmsg.NewPtrJoinGroupRequest()
 	jg.Group, jg.MemberID, jg.InstanceID = m.cfg.Group, m.memberID, &m.cfg.ID
 	jg.SessionTimeoutMillis = int32(m.cfg.SessionTimeout / time.Millisecond)
@@ -389,7 +391,7 @@ func (m *Membership) assign() map[string][]byte {
 	}
 	var layout []Owner
 	for id, g := range gateways {
-		ow := Owner{ID: id, Address: g.info.Address, Shards: shardsOf[id], Brokers: g.info.Brokers}
+		ow := Owner{ID: id, Address: g.info.Address, Admin: g.info.Admin, Shards: shardsOf[id], Brokers: g.info.Brokers}
 		if g.info.MinFormat > format {
 			ow.Refused = fmt.Sprintf("it writes state records in format %d or newer, and another gateway of the cluster reads only up to format %d: upgrade the others first", g.info.MinFormat, format)
 		}

@@ -12,9 +12,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/wasmassign/wasmassign/coordinator"
 	"github.com/wasmassign/wasmassign/internal/admin"
+	"github.com/wasmassign/wasmassign/internal/cluster"
 	"github.com/wasmassign/wasmassign/internal/picture"
 	"github.com/wasmassign/wasmassign/internal/pluginreload"
 	"github.com/wasmassign/wasmassign/plugins/builtin"
@@ -38,7 +40,44 @@ func (s *adminSource) Ready(ctx context.Context) error {
 	if err := s.d.client.Ping(ctx); err != nil {
 		return fmt.Errorf("upstream unreachable: %w", err)
 	}
+	if s.d.view != nil {
+		// A load balancer in front of the gateways sends clients only to
+		// those that answer for some groups.
+		if s.d.view.leaving.Load() {
+			return errors.New("shutting down: handing this gateway's groups to the others")
+		}
+		if !slices.ContainsFunc(s.d.manager.Status().Shards, func(sh cluster.ShardStatus) bool { return sh.State == "serving" }) {
+			return errors.New("gateway cluster: this gateway serves no shard yet (none given, or still loading)")
+		}
+	}
 	return nil
+}
+
+// Cluster implements admin.Source.
+func (s *adminSource) Cluster() (admin.Cluster, bool) {
+	if s.d.view == nil {
+		return admin.Cluster{}, false
+	}
+	st := s.d.manager.Status()
+	c := admin.Cluster{Name: st.Name, Gateway: st.ID, Generation: st.Generation, Leaving: s.d.view.leaving.Load(),
+		LayoutChangedAt: timeOrNil(st.LayoutAt), MovedAt: timeOrNil(st.MovedAt)}
+	for _, o := range st.Gateways {
+		c.Gateways = append(c.Gateways, admin.ClusterGateway{ID: o.ID, Address: o.Address, Admin: o.Admin, Shards: o.Shards, Refused: o.Refused})
+	}
+	for _, sh := range st.Shards {
+		c.Shards = append(c.Shards, admin.ClusterShard{Shard: sh.Shard, State: sh.State, Since: sh.Since})
+	}
+	for _, g := range s.d.driver.Groups() {
+		c.Groups = append(c.Groups, admin.ClusterGroup{Group: g, Shard: s.d.manager.ShardOf(g)})
+	}
+	return c, true
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // Plugins lists each loaded module once, with the assignors it serves now,

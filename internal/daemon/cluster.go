@@ -14,8 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/coordinator"
 	"github.com/wasmassign/wasmassign/internal/cluster"
+	"github.com/wasmassign/wasmassign/internal/config"
 	"github.com/wasmassign/wasmassign/internal/driver"
 	"github.com/wasmassign/wasmassign/internal/gateway"
+	"github.com/wasmassign/wasmassign/internal/metrics"
 	"github.com/wasmassign/wasmassign/internal/proxy"
 )
 
@@ -256,11 +258,52 @@ func (d *Daemon) startCluster(ctx context.Context, clientOpts []kgo.Opt) (*clust
 		return nil, fmt.Errorf("gateway cluster %s: %w", cc.Name, err)
 	}
 	_, port, _ := net.SplitHostPort(d.cfg.Server.Listen)
-	return cluster.NewManager(cluster.ManagerConfig{
+	var m *cluster.Manager
+	cm := d.metrics.Cluster(func() metrics.ClusterView {
+		var v metrics.ClusterView
+		for _, s := range m.Status().Shards {
+			if s.State == "serving" {
+				v.ServingShards++
+			} else {
+				v.LoadingShards++
+			}
+		}
+		if d.started.Load() {
+			v.Groups = len(d.driver.Groups())
+		}
+		return v
+	})
+	m = cluster.NewManager(cluster.ManagerConfig{
 		Name: cc.Name, Topic: cc.StateTopic, Shards: shards,
-		ID: cc.ID, Address: net.JoinHostPort(d.cfg.Server.AdvertisedHost, port),
+		ID: cc.ID, Address: net.JoinHostPort(d.cfg.Server.AdvertisedHost, port), Admin: advertisedAdmin(d.cfg.Server),
 		SessionTimeout: cc.SessionTimeout, RebalanceTimeout: cc.RebalanceTimeout,
 		HeartbeatInterval: cc.HeartbeatInterval, Lease: cc.Lease,
-		Opts: clientOpts, Groups: clusterGroups{d}, Logger: d.log,
-	}), nil
+		Opts: clientOpts, Groups: clusterGroups{d}, Logger: d.log, Hooks: []cluster.Hook{clusterHooks{cm}},
+	})
+	return m, nil
+}
+
+// advertisedAdmin is where the other gateways' operators reach this
+// gateway's admin API: admin_listen, at the advertised host when it
+// listens on every address; empty without an admin API.
+func advertisedAdmin(s config.Server) string {
+	host, port, err := net.SplitHostPort(s.AdminListen)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = s.AdvertisedHost
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// clusterHooks feeds the Manager's hooks into the cluster's metrics.
+type clusterHooks struct{ m *metrics.ClusterMetrics }
+
+func (h clusterHooks) OnShardServing(_, _ int, took time.Duration, how string) {
+	h.m.ShardServing(took, how)
+}
+func (h clusterHooks) OnShardGivenUp(_ int, reason string) { h.m.ShardGivenUp(reason) }
+func (h clusterHooks) OnRecordsSkipped(_ int, reason string, n int) {
+	h.m.RecordsSkipped(reason, n)
 }

@@ -2,9 +2,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -72,6 +77,7 @@ type failoverRig struct {
 	rig             *kfakegroup.Rig
 	owner, survivor *daemon
 	settled         adminGroup
+	clientLog       *syncBuffer // the consumers' kgo logs
 	group, topic    string
 	members         []string
 	partitions      int32
@@ -89,6 +95,7 @@ func startFailoverRig(ctx context.Context, t *testing.T, timing string) *failove
 	ds := clusterGateways(t, f.upstream.ListenAddrs(), 2, timing)
 
 	clientLog := &syncBuffer{}
+	f.clientLog = clientLog
 	f.rig = kfakegroup.NewRig([]string{ds[0].bootstrap, ds[1].bootstrap}, f.group, []string{f.topic}, slog.New(slog.NewTextHandler(clientLog, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() {
 		f.rig.Close(context.Background())
@@ -118,6 +125,45 @@ func startFailoverRig(ctx context.Context, t *testing.T, timing string) *failove
 		f.survivor = ds[1]
 	}
 	return f
+}
+
+// groupErrors are the consumers' log lines that say why a member left its
+// group session.
+func (f *failoverRig) groupErrors() []string {
+	var out []string
+	for line := range strings.Lines(f.clientLog.String()) {
+		if strings.Contains(line, "heartbeat errored") && !strings.Contains(line, "REBALANCE_IN_PROGRESS") || strings.Contains(line, "group manage loop errored") {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
+// readyz is the status of d's /readyz; 0 when it could not be asked.
+func readyz(t *testing.T, d *daemon) int {
+	resp, err := http.Get("http://" + d.admin + "/readyz")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// ownerID is the cluster id of the gateway that owns the rig's group.
+func (f *failoverRig) ownerID(t *testing.T) string {
+	t.Helper()
+	var c struct {
+		Gateway string `json:"gateway"`
+	}
+	resp, err := http.Get("http://" + f.owner.admin + "/v1/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	return c.Gateway
 }
 
 // givenUp lists the partitions members gave up (revoked or lost) in the
@@ -194,6 +240,9 @@ func TestCluster_AKilledGatewaysGroupsMoveWithTheirState(t *testing.T) {
 	}
 	rebalanced := givenUp(l, mark)
 	t.Logf("consumption resumed %v after the kill; partitions given up across the failover: %v", resumed.Round(time.Millisecond), rebalanced)
+	if len(rebalanced) > 0 {
+		t.Logf("why: %s", strings.Join(f.groupErrors(), "\n"))
+	}
 	if len(rebalanced) == 0 {
 		if after.Generation != g.Generation {
 			t.Errorf("no member gave partitions up, yet the generation moved from %d to %d", g.Generation, after.Generation)
@@ -220,10 +269,43 @@ func TestCluster_ATerminatedGatewayHandsItsGroupsOverWithNoRebalance(t *testing.
 	l := f.rig.Ledger()
 	before, mark := l.Owned(), l.Mark()
 
+	// What operators see before: both gateways ready, each with its
+	// shards, and the group at its owner.
+	for _, d := range []*daemon{f.owner, f.survivor} {
+		if code := readyz(t, d); code != 200 {
+			t.Errorf("/readyz of a gateway serving its shards: %d", code)
+		}
+	}
+	out, err := exec.CommandContext(ctx, env.binary, "cluster", "--admin", f.survivor.admin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("wasmassign cluster: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(f.group)+`\s+\d+\s+`+regexp.QuoteMeta(f.ownerID(t))+`$`).Match(out) ||
+		!strings.Contains(string(out), "gw-0") || !strings.Contains(string(out), "gw-1") {
+		t.Errorf("wasmassign cluster does not show both gateways and the group at its owner:\n%s", out)
+	}
+
 	signalled := time.Now()
 	if err := f.owner.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// Not ready while it hands over and drains, until it exits.
+	notReady := make(chan bool, 1)
+	go func() {
+		for {
+			select {
+			case <-f.owner.exited:
+				notReady <- false
+				return
+			default:
+			}
+			if readyz(t, f.owner) == 503 {
+				notReady <- true
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 	held, err := settled(ctx, f.survivor, f.group, l, f.members)
 	if err != nil {
 		t.Fatal(err)
@@ -241,6 +323,15 @@ func TestCluster_ATerminatedGatewayHandsItsGroupsOverWithNoRebalance(t *testing.
 	}
 	if f.owner.exitErr != nil {
 		t.Errorf("the terminated gateway exited with %v", f.owner.exitErr)
+	}
+	if !<-notReady {
+		t.Error("/readyz of the gateway handing its groups over never said 503 before it exited")
+	}
+	metrics := f.survivor.metrics(t)
+	for _, want := range []string{`wasmassign_cluster_owned_shards{state="serving"} 4`, `wasmassign_cluster_shards_taken_total{how="handover"}`, `wasmassign_cluster_owned_groups 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("the survivor's metrics lack %s", want)
+		}
 	}
 	consumeAll(ctx, t, f.rig, f.topic, 150)
 	t.Logf("the survivor held the group %v after the SIGTERM; consumption went on %v after it",

@@ -306,17 +306,79 @@ var errNoOwnerYet = errors.New("no gateway of the cluster owns the group yet")
 
 // deleteGroups lets the coordinator check managed groups (it refuses
 // GROUP_NOT_EMPTY and forwards the rest itself); unmanaged groups go
-// upstream on this connection, and the answers are merged.
+// upstream on this connection, and the answers are merged. In a cluster a
+// managed group this gateway does not serve is answered NOT_COORDINATOR
+// (or COORDINATOR_LOAD_IN_PROGRESS), as a Kafka broker answers for a group
+// it does not coordinate: this gateway's coordinator does not hold it, and
+// would delete the offsets of a group that another gateway serves.
 func (g *Gateway) deleteGroups(ctx context.Context, r proxy.Request, req *kmsg.DeleteGroupsRequest) (proxy.Decision, error) {
 	with := func(groups []string) *kmsg.DeleteGroupsRequest {
 		c := *req
 		c.Groups = groups
 		return &c
 	}
-	return splitGroups(g, ctx, r, req.Groups, with, func(up, local *kmsg.DeleteGroupsResponse) *kmsg.DeleteGroupsResponse {
+	groups, refused := g.servedHere(req.Groups)
+	var elsewhere []kmsg.DeleteGroupsResponseGroup
+	for _, rf := range refused {
+		elsewhere = append(elsewhere, coordinator.ErrorResponse(with([]string{rf.group}), rf.code).(*kmsg.DeleteGroupsResponse).Groups...)
+	}
+	add := func(resp kmsg.Response) kmsg.Response {
+		if d, ok := resp.(*kmsg.DeleteGroupsResponse); ok {
+			d.Groups = append(d.Groups, elsewhere...)
+		}
+		return resp
+	}
+	merge := func(up, local *kmsg.DeleteGroupsResponse) *kmsg.DeleteGroupsResponse {
 		up.Groups = append(up.Groups, local.Groups...)
 		return up
-	})
+	}
+	if len(elsewhere) == 0 {
+		return splitGroups(g, ctx, r, req.Groups, with, merge)
+	}
+	if len(groups) == 0 {
+		resp := req.ResponseKind()
+		resp.SetVersion(min(req.Version, 2))
+		return proxy.Decision{Respond: add(resp)}, nil
+	}
+	d, err := splitGroups(g, ctx, r, groups, with, merge)
+	switch {
+	case err != nil:
+	case d.Respond != nil:
+		d.Respond = add(d.Respond)
+	case d.OnResponse != nil:
+		merged := d.OnResponse
+		d.OnResponse = func(up kmsg.Response) kmsg.Response { return add(merged(up)) }
+	default: // only unmanaged groups are left: they go upstream
+		d.Forward, d.OnResponse = with(groups), add
+	}
+	return d, err
+}
+
+// servedHere splits groups into those this gateway answers for (unmanaged
+// ones included) and the managed ones it does not serve now, which another
+// gateway of its cluster does, or will once loaded; every group is served
+// here outside a cluster.
+func (g *Gateway) servedHere(groups []string) (served []string, refused []refusal) {
+	if g.opt.Ownership == nil {
+		return groups, nil
+	}
+	for _, id := range groups {
+		if !g.opt.Manages(id) {
+			served = append(served, id)
+		} else if code := g.opt.Ownership.OwnerOf(id).State.Refusal(); code != 0 {
+			refused = append(refused, refusal{id, code})
+		} else {
+			served = append(served, id)
+		}
+	}
+	return served, refused
+}
+
+// refusal is a managed group this gateway does not serve, and the error
+// code its part of a request is answered with.
+type refusal struct {
+	group string
+	code  int16
 }
 
 // describeGroups answers managed groups from the coordinator and the rest
@@ -338,16 +400,9 @@ func (g *Gateway) describeGroups(ctx context.Context, r proxy.Request, req *kmsg
 	// In a cluster a group another gateway owns is described there: Kafka
 	// answers NOT_COORDINATOR for each group a broker does not coordinate.
 	var elsewhere []kmsg.DescribeGroupsResponseGroup
-	if g.opt.Ownership != nil {
-		mine := managed[:0:0]
-		for _, id := range managed {
-			if refused := g.notHere(with([]string{id}), id); refused != nil {
-				elsewhere = append(elsewhere, refused.(*kmsg.DescribeGroupsResponse).Groups...)
-			} else {
-				mine = append(mine, id)
-			}
-		}
-		managed = mine
+	managed, refused := g.servedHere(managed)
+	for _, rf := range refused {
+		elsewhere = append(elsewhere, coordinator.ErrorResponse(with([]string{rf.group}), rf.code).(*kmsg.DescribeGroupsResponse).Groups...)
 	}
 	local := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	if len(managed) > 0 {
@@ -448,6 +503,9 @@ func splitGroups[Req kmsg.Request, Resp kmsg.Response](g *Gateway, ctx context.C
 // the upstream lists with members (or in a state other than Empty) means
 // split brain, clients bypassing the gateway, and is logged as an error.
 func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.ListGroupsRequest) (proxy.Decision, error) {
+	if g.opt.Ownership != nil {
+		return g.clusterListGroups(ctx, r, req)
+	}
 	resp, err := g.opt.Driver.Handle(ctx, client(r), req)
 	if err != nil {
 		return proxy.Decision{}, fmt.Errorf("ListGroups: %w", err)
@@ -482,9 +540,7 @@ func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.Lis
 		kept := u.Groups[:0]
 		for _, grp := range u.Groups {
 			if g.opt.Manages(grp.Group) {
-				if upstreamHasMembers(grp) {
-					g.log.Error("managed group is also listed upstream: clients may be bypassing the gateway, or a second gateway runs", "group", grp.Group, "upstream_state", grp.GroupState)
-				}
+				g.checkUpstreamListing(grp)
 				if held[grp.Group] {
 					continue // listed as the coordinator sees it
 				}
@@ -495,17 +551,79 @@ func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.Lis
 			kept = append(kept, grp)
 		}
 		u.Groups = append(kept, mine...)
-		slices.SortFunc(u.Groups, func(a, b kmsg.ListGroupsResponseGroup) int {
-			switch {
-			case a.Group < b.Group:
-				return -1
-			case a.Group > b.Group:
-				return 1
-			}
-			return 0
-		})
+		sortListed(u)
 		return u
 	}}, nil
+}
+
+// clusterListGroups lists each managed group once in a cluster, at the
+// gateway that owns it. A gateway's own node (its bootstrap listener,
+// which Metadata names as the gateway's node) lists the managed groups it
+// serves, as its coordinator holds them, and those of its shards that the
+// upstream lists with offsets alone; a listener for an upstream broker
+// lists that broker's groups without the managed ones.
+func (g *Gateway) clusterListGroups(ctx context.Context, r proxy.Request, req *kmsg.ListGroupsRequest) (proxy.Decision, error) {
+	if r.Conn.Node != proxy.NodeBootstrap {
+		return proxy.Decision{OnResponse: func(up kmsg.Response) kmsg.Response {
+			u, ok := up.(*kmsg.ListGroupsResponse)
+			if !ok {
+				return up
+			}
+			u.Groups = slices.DeleteFunc(u.Groups, func(grp kmsg.ListGroupsResponseGroup) bool {
+				if !g.opt.Manages(grp.Group) {
+					return false
+				}
+				g.checkUpstreamListing(grp)
+				return true
+			})
+			return u
+		}}, nil
+	}
+	resp, err := g.opt.Driver.Handle(ctx, client(r), req)
+	if err != nil {
+		return proxy.Decision{}, fmt.Errorf("ListGroups: %w", err)
+	}
+	local, ok := resp.(*kmsg.ListGroupsResponse)
+	if !ok || local.ErrorCode != 0 {
+		return proxy.Decision{Respond: resp}, nil
+	}
+	held := make(map[string]bool, len(local.Groups))
+	local.Groups = slices.DeleteFunc(local.Groups, func(grp kmsg.ListGroupsResponseGroup) bool {
+		held[grp.Group] = true
+		return g.opt.Manages(grp.Group) && g.opt.Ownership.OwnerOf(grp.Group).State != OwnedHere
+	})
+	// Offsets alone: lag exporters look for such groups too. The upstream
+	// client asks every broker and merges the answers.
+	up, err := g.opt.Upstream.Forward(ctx, req)
+	if err != nil {
+		g.log.Warn("ListGroups: the upstream's groups could not be listed; managed groups with offsets alone are left out", "err", err)
+	} else if u, ok := up.(*kmsg.ListGroupsResponse); ok {
+		for _, grp := range u.Groups {
+			if !g.opt.Manages(grp.Group) || held[grp.Group] {
+				continue
+			}
+			g.checkUpstreamListing(grp)
+			if g.opt.Ownership.OwnerOf(grp.Group).State == OwnedHere {
+				local.Groups = append(local.Groups, grp)
+			}
+		}
+	}
+	sortListed(local)
+	return proxy.Decision{Respond: local}, nil
+}
+
+// checkUpstreamListing logs a managed group that the upstream lists with
+// members: clients bypass the gateway, or a gateway of another cluster
+// serves it (split brain).
+func (g *Gateway) checkUpstreamListing(grp kmsg.ListGroupsResponseGroup) {
+	if upstreamHasMembers(grp) {
+		g.log.Error("managed group is also listed upstream: clients may be bypassing the gateway, or a second gateway runs", "group", grp.Group, "upstream_state", grp.GroupState)
+	}
+}
+
+// sortListed orders a ListGroups answer by group id.
+func sortListed(r *kmsg.ListGroupsResponse) {
+	slices.SortFunc(r.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
 }
 
 // upstreamHasMembers reports whether the upstream's listing of a group may

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -475,13 +476,13 @@ func TestIntercept_FindCoordinatorOfManagedGroupsIsAnsweredLocally(t *testing.T)
 	}
 }
 
-// fixedOwners owns m1 here, is loading m2, and leaves the rest to the
-// gateway of node 1<<30+7, but m4, which no gateway owns yet.
+// fixedOwners owns m1 and m7 here, is loading m2, and leaves the rest to
+// the gateway of node 1<<30+7, but m4, which no gateway owns yet.
 type fixedOwners struct{}
 
 func (fixedOwners) OwnerOf(group string) Owner {
 	switch group {
-	case "m1":
+	case "m1", "m7":
 		return Owner{State: OwnedHere, Node: 1<<30 + 1, Host: "gw-a", Port: 9092}
 	case "m2":
 		return Owner{State: OwnedLoading, Node: 1<<30 + 1, Host: "gw-a", Port: 9092}
@@ -583,5 +584,96 @@ func TestIntercept_InAClusterOnlyTheOwnerAnswersAGroup(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("FindCoordinator did not answer %v", want)
+	}
+}
+
+// listingUpstream answers ListGroups as every upstream broker's merged
+// list: an unmanaged group, and managed groups with offsets alone (m1,
+// which the coordinator holds too; m7, owned here; m5, owned elsewhere).
+type listingUpstream struct{}
+
+func (listingUpstream) Forward(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if _, ok := req.(*kmsg.ListGroupsRequest); !ok {
+		return nil, fmt.Errorf("unexpected %s upstream", kmsg.NameForKey(req.Key()))
+	}
+	resp := kmsg.NewPtrListGroupsResponse()
+	for _, id := range []string{"u1", "m1", "m5", "m7"} {
+		g := kmsg.NewListGroupsResponseGroup()
+		g.Group, g.GroupState = id, "Empty"
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp, nil
+}
+
+// TestIntercept_InAClusterEachManagedGroupIsListedAndDeletedOnlyAtItsOwner:
+// ListGroups on a gateway's own node lists the managed groups it serves
+// (held, or with offsets alone upstream) and no other; on a listener for
+// an upstream broker, the broker's groups without the managed ones. A
+// DeleteGroups of a group another gateway serves never reaches this
+// gateway's coordinator, which would delete its offsets: it is answered
+// NOT_COORDINATOR, or COORDINATOR_LOAD_IN_PROGRESS.
+func TestIntercept_InAClusterEachManagedGroupIsListedAndDeletedOnlyAtItsOwner(t *testing.T) {
+	fc := &fakeDriver{}
+	g := New(Options{
+		Manages: func(id string) bool { return strings.HasPrefix(id, "m") }, Driver: fc,
+		Coordinators: &fakeUpstream{}, Ownership: fixedOwners{}, Upstream: listingUpstream{},
+	})
+	ctx := context.Background()
+	names := func(resp kmsg.Response) []string {
+		var out []string
+		for _, grp := range resp.(*kmsg.ListGroupsResponse).Groups {
+			out = append(out, grp.Group)
+		}
+		return out
+	}
+	d, err := g.Intercept(ctx, request(proxy.NodeBootstrap, kmsg.NewPtrListGroupsRequest()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(d.Respond), []string{"m1", "m7"}; !slices.Equal(got, want) {
+		t.Errorf("ListGroups on the gateway's own node: %v, want %v", got, want)
+	}
+	if d, err = g.Intercept(ctx, request(1, kmsg.NewPtrListGroupsRequest())); err != nil {
+		t.Fatal(err)
+	}
+	up, _ := listingUpstream{}.Forward(ctx, kmsg.NewPtrListGroupsRequest())
+	if d.Respond != nil || d.OnResponse == nil {
+		t.Fatalf("ListGroups on a broker's listener: %+v, want it forwarded", d)
+	}
+	if got, want := names(d.OnResponse(up)), []string{"u1"}; !slices.Equal(got, want) {
+		t.Errorf("ListGroups on a broker's listener: %v, want %v", got, want)
+	}
+
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Version = 2
+	del.Groups = []string{"m1", "m2", "m3", "u1"}
+	before := len(fc.asked)
+	if d, err = g.Intercept(ctx, request(1, del)); err != nil {
+		t.Fatal(err)
+	}
+	if asked := fc.asked[before:]; len(asked) != 1 || !slices.Equal(asked[0].(*kmsg.DeleteGroupsRequest).Groups, []string{"m1"}) {
+		t.Errorf("the coordinator was asked to delete %v, want only m1", asked)
+	}
+	if fwd, ok := d.Forward.(*kmsg.DeleteGroupsRequest); !ok || !slices.Equal(fwd.Groups, []string{"u1"}) {
+		t.Fatalf("forwarded %+v, want u1 alone", d.Forward)
+	}
+	codes := map[string]int16{}
+	for _, grp := range d.OnResponse(&kmsg.DeleteGroupsResponse{Groups: []kmsg.DeleteGroupsResponseGroup{{Group: "u1"}}}).(*kmsg.DeleteGroupsResponse).Groups {
+		codes[grp.Group] = grp.ErrorCode
+	}
+	want := map[string]int16{"m1": kerr.NonEmptyGroup.Code, "m2": kerr.CoordinatorLoadInProgress.Code, "m3": kerr.NotCoordinator.Code, "u1": 0}
+	if !maps.Equal(codes, want) {
+		t.Errorf("DeleteGroups answered %v, want %v", codes, want)
+	}
+	del.Groups = []string{"m3"}
+	before = len(fc.asked)
+	if d, err = g.Intercept(ctx, request(1, del)); err != nil {
+		t.Fatal(err)
+	}
+	if len(fc.asked) != before || d.Forward != nil || d.Respond == nil {
+		t.Fatalf("DeleteGroups of a group served elsewhere alone: %+v (the coordinator asked %v)", d, len(fc.asked) != before)
+	}
+	if r := d.Respond.(*kmsg.DeleteGroupsResponse); len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.NotCoordinator.Code || r.Version != 2 {
+		t.Errorf("DeleteGroups of a group served elsewhere alone: %+v", r)
 	}
 }
