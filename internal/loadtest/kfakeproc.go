@@ -71,16 +71,19 @@ func serveKfake(spec string, in io.Reader, out io.Writer) error {
 	return err
 }
 
-// kfakeProcess is a kfake cluster in a child process.
-type kfakeProcess struct {
+// KfakeProcess is a kfake cluster of three brokers in a child process of
+// this program, which must call ServeKfakeIfRequested first thing in main
+// (and in TestMain). The load run's reference target is one; end-to-end
+// tests use it to kill and pause gateways without touching the cluster.
+type KfakeProcess struct {
 	addr  string
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 }
 
-// startKfake starts this program again as a kfake cluster serving topics,
-// and returns once it listens.
-func startKfake(ctx context.Context, topics []string, partitions int32) (*kfakeProcess, error) {
+// StartKfake starts this program again as a kfake cluster serving topics
+// of partitions each, and returns once it listens.
+func StartKfake(ctx context.Context, topics []string, partitions int32) (*KfakeProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("start kfake: %w", err)
@@ -104,7 +107,7 @@ func startKfake(ctx context.Context, topics []string, partitions int32) (*kfakeP
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start kfake: %w", err)
 	}
-	p := &kfakeProcess{cmd: cmd, stdin: stdin}
+	p := &KfakeProcess{cmd: cmd, stdin: stdin}
 	line := make(chan string, 1)
 	go func() {
 		s := bufio.NewScanner(stdout)
@@ -123,7 +126,7 @@ func startKfake(ctx context.Context, topics []string, partitions int32) (*kfakeP
 	case <-time.After(30 * time.Second):
 	case <-ctx.Done():
 	}
-	p.stop()
+	p.Stop()
 	msg := strings.TrimSpace(stderr.String())
 	if msg == "" {
 		msg = "it did not announce its address: the binary must call loadtest.ServeKfakeIfRequested first in main"
@@ -131,12 +134,15 @@ func startKfake(ctx context.Context, topics []string, partitions int32) (*kfakeP
 	return nil, errors.New("start kfake: " + msg)
 }
 
-// pid is the process's id, for sampling.
-func (p *kfakeProcess) pid() int { return p.cmd.Process.Pid }
+// Addr is the address of the cluster's first broker.
+func (p *KfakeProcess) Addr() string { return p.addr }
 
-// stop ends the process: closing its stdin asks it to, and a kill follows
+// Pid is the process's id, for sampling.
+func (p *KfakeProcess) Pid() int { return p.cmd.Process.Pid }
+
+// Stop ends the process: closing its stdin asks it to, and a kill follows
 // when it does not.
-func (p *kfakeProcess) stop() {
+func (p *KfakeProcess) Stop() {
 	p.stdin.Close()
 	done := make(chan struct{})
 	go func() {

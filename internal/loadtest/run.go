@@ -144,12 +144,12 @@ func (r *run) execute() (*Result, error) {
 	cfg := &r.cfg
 	pid := r.target.PID
 	if r.target.Embedded {
-		kp, err := startKfake(r.ctx, r.topics, cfg.Partitions)
+		kp, err := StartKfake(r.ctx, r.topics, cfg.Partitions)
 		if err != nil {
 			return nil, err
 		}
-		defer kp.stop()
-		r.addr, pid = kp.addr, kp.pid()
+		defer kp.Stop()
+		r.addr, pid = kp.Addr(), kp.Pid()
 	}
 	var smp *sampler
 	var cpuStart time.Duration
