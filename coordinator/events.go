@@ -50,6 +50,13 @@ const (
 	// EventUnloaded: Unload gave the group up to another coordinator; it
 	// did not end, and this coordinator no longer holds it.
 	EventUnloaded
+	// EventMemberSynced: Member was answered its assignment of Generation
+	// (a SyncGroup): what it holds changed, and a coordinator that takes
+	// the group over must know it.
+	EventMemberSynced
+	// EventMemberRack: a Fetch rack sighting (KIP-392) gave Member the rack
+	// in Detail; the group does not rebalance for it.
+	EventMemberRack
 )
 
 // Event is one observable change.

@@ -44,7 +44,9 @@ type MemberState struct {
 	// Held and HeldGeneration are what the member last received.
 	Held           map[string][]int32
 	HeldGeneration int32
-	// Synced is false while the member has yet to send its SyncGroup.
+	// Synced is false while the member of a Stable group has yet to send
+	// its SyncGroup. A group restored mid-rebalance starts its join phase
+	// over, whoever had synced, so there it is always true.
 	Synced bool
 	// Rack is the member's resolved rack, for display; Restore resolves it
 	// again from the subscription and the current rules.
@@ -127,7 +129,7 @@ func exportGroup(g *group) GroupState {
 			MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.host,
 			SessionTimeout: m.session, RebalanceTimeout: m.rebalance, ProtocolType: m.protocolType,
 			Assignment: slices.Clone(m.assignment), Assigned: m.assignedByName.asMap(),
-			Held: heldMap(m.held), HeldGeneration: m.heldGen, Synced: !g.pendingSync[m.id], Rack: m.rack,
+			Held: heldMap(m.held), HeldGeneration: m.heldGen, Synced: g.state != Stable || !g.pendingSync[m.id], Rack: m.rack,
 		}
 		for _, p := range m.protocols {
 			ms.Protocols = append(ms.Protocols, ProtocolState{Name: p.Name, Metadata: slices.Clone(p.Metadata)})

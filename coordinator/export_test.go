@@ -440,6 +440,7 @@ func TestUnload_TheNextOwnerContinuesWithoutRebalance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.savedOf = nil // what was restored is what was saved
 	h.absorb(restored)
 	for _, s := range []*simClient{a, b} {
 		s.heartbeat()

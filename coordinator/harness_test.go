@@ -66,6 +66,12 @@ type harness struct {
 	// its groups after every input (checkBookkeeping); benchmarks leave
 	// it off.
 	checkEach bool
+	// requestGroups are the groups each request sent names, and saved each
+	// group's state as a driver with a Saver would have saved it
+	// (checkAnsweredSaved).
+	requestGroups map[RequestID][]string
+	saved         map[string]string
+	savedOf       *Coordinator
 }
 
 func newHarness(t testing.TB, cfg Config) *harness {
@@ -82,6 +88,11 @@ func newHarness(t testing.TB, cfg Config) *harness {
 }
 
 func (h *harness) absorb(out Output) {
+	if h.checkEach {
+		if err := h.checkAnsweredSaved(out); err != nil {
+			h.t.Fatal(err)
+		}
+	}
 	for _, r := range out.Replies {
 		if _, dup := h.replies[r.ID]; dup {
 			h.t.Fatalf("request %d answered twice", r.ID)
@@ -136,6 +147,10 @@ func (h *harness) assignmentDone(job uint64, resp *abi.Response, err error) {
 func (h *harness) send(client Client, req kmsg.Request) RequestID {
 	h.nextID++
 	id := h.nextID
+	if h.requestGroups == nil {
+		h.requestGroups = map[RequestID][]string{}
+	}
+	h.requestGroups[id] = GroupsOf(req)
 	h.absorb(h.call(handleInput{now: h.now, id: id, client: client, key: req.Key(), version: req.GetVersion(), body: req.AppendTo(nil)}))
 	return id
 }

@@ -162,6 +162,7 @@ func (c *Coordinator) answerSync(g *group, m *member, id RequestID, version int1
 	c.reply(id, c.syncSuccess(g, m, version))
 	m.held = m.assignedByName
 	m.heldGen = g.generation
+	c.event(Event{Kind: EventMemberSynced, Group: g.id, Generation: g.generation, Member: m.id})
 }
 
 // becomeStableIfSynced turns a server-side group Stable once its

@@ -157,8 +157,13 @@ func (c *Coordinator) FetchRacksSeen(now time.Time, seen []FetchRack) Output {
 			owners = append(owners, candidates[0])
 		}
 		for _, o := range owners {
+			was := o.m.rack
 			o.m.fetchRack = s.Rack
-			o.m.rack = c.resolveRack(o.g, o.m)
+			if o.m.rack = c.resolveRack(o.g, o.m); o.m.rack != was {
+				// The next assignment places it by its rack: the group's
+				// record must say so.
+				c.event(Event{Kind: EventMemberRack, Group: o.g.id, Generation: o.g.generation, Member: o.m.id, Detail: o.m.rack})
+			}
 		}
 	}
 	return c.finish()

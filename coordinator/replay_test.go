@@ -249,6 +249,61 @@ func (h *harness) call(in input) Output {
 	return out
 }
 
+// exportedByGroup is every group's exported state, as JSON, by group, as
+// far as a restore keeps it: a group restored mid-rebalance starts its
+// join phase over, and its members' next JoinGroups bring their protocols
+// and racks again.
+func exportedByGroup(c *Coordinator) map[string]string {
+	out := map[string]string{}
+	for _, gs := range c.Export() {
+		if gs.State != Stable.String() && gs.State != Empty.String() {
+			for i := range gs.Members {
+				gs.Members[i].Protocols, gs.Members[i].Rack = nil, ""
+			}
+		}
+		b, _ := json.Marshal(gs)
+		out[gs.Group] = string(b)
+	}
+	return out
+}
+
+// checkAnsweredSaved keeps the groups' state as a driver with a Saver
+// would have saved it (a group is saved after each output whose events
+// name it; a new coordinator, restored, starts from what it holds) and
+// checks that no answer or forward of out leaves with its group's state
+// unsaved. A member told of what no save holds would find it forgotten
+// after a failover: a gateway that takes the group over restores the last
+// save.
+func (h *harness) checkAnsweredSaved(out Output) error {
+	now := exportedByGroup(h.c)
+	if h.savedOf != h.c {
+		h.saved, h.savedOf = now, h.c
+		return nil
+	}
+	for _, e := range out.Events {
+		if s, ok := now[e.Group]; ok {
+			h.saved[e.Group] = s
+		} else {
+			delete(h.saved, e.Group)
+		}
+	}
+	ids := make([]RequestID, 0, len(out.Replies)+len(out.Forwards))
+	for _, r := range out.Replies {
+		ids = append(ids, r.ID)
+	}
+	for _, f := range out.Forwards {
+		ids = append(ids, f.ID)
+	}
+	for _, id := range ids {
+		for _, g := range h.requestGroups[id] {
+			if now[g] != h.saved[g] {
+				return fmt.Errorf("request %d of group %s answered before its state was saved:\n saved %s\n now   %s", id, g, h.saved[g], now[g])
+			}
+		}
+	}
+	return nil
+}
+
 // replay applies rec's inputs to a fresh coordinator made with cfg and
 // seed, and returns the index of the first input whose output differs from
 // the recorded bytes, or -1 when every one is identical.

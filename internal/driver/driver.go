@@ -739,6 +739,11 @@ func (d *Driver) observe(e coordinator.Event) {
 		if e.State == coordinator.Stable || e.State == coordinator.Empty || e.State == coordinator.Dead {
 			d.persistDue = true
 		}
+	case coordinator.EventMemberSynced, coordinator.EventMemberRack:
+		// What a member holds, or where it is, changed in a Stable group:
+		// a restart that restored the group without it would drop a
+		// member that synced as one that never did.
+		d.persistDue = true
 	}
 }
 

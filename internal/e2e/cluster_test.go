@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/wasmassign/wasmassign/internal/loadtest"
 	"github.com/wasmassign/wasmassign/internal/testutil"
 	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 )
@@ -73,9 +74,10 @@ func ownerOf(ctx context.Context, ds []*daemon, group string) (*daemon, adminGro
 // kgo consumers of one group that bootstrap from both, settled and past
 // a first batch of records.
 type failoverRig struct {
-	upstream        *kfake.Cluster
+	upstream        []string // the cluster's brokers, direct
+	gateways        []*daemon
 	rig             *kfakegroup.Rig
-	owner, survivor *daemon
+	owner, survivor *daemon // survivor: another gateway
 	settled         adminGroup
 	clientLog       *syncBuffer // the consumers' kgo logs
 	group, topic    string
@@ -83,20 +85,46 @@ type failoverRig struct {
 	partitions      int32
 }
 
-func startFailoverRig(ctx context.Context, t *testing.T, timing string) *failoverRig {
+// rigSpec shapes a failoverRig: how many gateways, their [cluster]
+// timing (empty for the defaults), and whether kfake runs in a process of
+// its own rather than in the test's.
+type rigSpec struct {
+	gateways      int
+	timing        string
+	kfakeOfItsOwn bool
+	// clientOpts are added to the consumers' options.
+	clientOpts []kgo.Opt
+}
+
+func startFailoverRig(ctx context.Context, t *testing.T, spec rigSpec) *failoverRig {
 	t.Helper()
 	f := &failoverRig{group: "failover", topic: "events", members: []string{"a", "b", "c"}, partitions: 6}
 	var err error
-	f.upstream, err = kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(f.partitions, f.topic), kfake.GroupMinSessionTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
+	if spec.kfakeOfItsOwn {
+		kp, err := loadtest.StartKfake(ctx, []string{f.topic}, f.partitions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(kp.Stop) // after the gateways stop: they leave the cluster on it
+		f.upstream = []string{kp.Addr()}
+	} else {
+		c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(f.partitions, f.topic), kfake.GroupMinSessionTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		f.upstream = c.ListenAddrs()
 	}
-	t.Cleanup(f.upstream.Close) // after the gateways stop: they leave the cluster on it
-	ds := clusterGateways(t, f.upstream.ListenAddrs(), 2, timing)
+	ds := clusterGateways(t, f.upstream, spec.gateways, spec.timing)
+	f.gateways = ds
+	var seeds []string
+	for _, d := range ds {
+		seeds = append(seeds, d.bootstrap)
+	}
 
 	clientLog := &syncBuffer{}
 	f.clientLog = clientLog
-	f.rig = kfakegroup.NewRig([]string{ds[0].bootstrap, ds[1].bootstrap}, f.group, []string{f.topic}, slog.New(slog.NewTextHandler(clientLog, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	f.rig = kfakegroup.NewRig(seeds, f.group, []string{f.topic}, slog.New(slog.NewTextHandler(clientLog, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() {
 		f.rig.Close(context.Background())
 		if t.Failed() {
@@ -106,7 +134,7 @@ func startFailoverRig(ctx context.Context, t *testing.T, timing string) *failove
 	opts := kfakegroup.ConsumerOptions{
 		Balancers:      []kgo.GroupBalancer{kgo.CooperativeStickyBalancer()},
 		SessionTimeout: 20 * time.Second,
-		Extra:          []kgo.Opt{kgo.RetryTimeout(30 * time.Second)},
+		Extra:          append([]kgo.Opt{kgo.RetryTimeout(30 * time.Second)}, spec.clientOpts...),
 	}
 	for _, n := range f.members {
 		if _, err := f.rig.Start(n, opts); err != nil {
@@ -125,6 +153,17 @@ func startFailoverRig(ctx context.Context, t *testing.T, timing string) *failove
 		f.survivor = ds[1]
 	}
 	return f
+}
+
+// others are the rig's gateways but d.
+func (f *failoverRig) others(d *daemon) []*daemon {
+	var out []*daemon
+	for _, g := range f.gateways {
+		if g != d {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // groupErrors are the consumers' log lines that say why a member left its
@@ -184,7 +223,7 @@ func givenUp(l *kfakegroup.Ledger, mark int) []string {
 func (f *failoverRig) finish(ctx context.Context, t *testing.T, once bool) {
 	t.Helper()
 	l := f.rig.Ledger()
-	if err := kfakegroup.NoSharedOwnership(l.Owned()); err != nil {
+	if err := kfakegroup.NeverShared(l); err != nil {
 		t.Error(err)
 	}
 	if err := f.rig.Close(ctx); err != nil {
@@ -197,7 +236,7 @@ func (f *failoverRig) finish(ctx context.Context, t *testing.T, once bool) {
 	if err := check(l); err != nil {
 		t.Error(err)
 	}
-	cl := adminClient(t, f.upstream.ListenAddrs())
+	cl := adminClient(t, f.upstream)
 	if err := checkCommittedAtEnd(ctx, cl, f.group, f.topic, f.partitions); err != nil {
 		t.Error(err)
 	}
@@ -216,7 +255,7 @@ func (f *failoverRig) finish(ctx context.Context, t *testing.T, once bool) {
 func TestCluster_AKilledGatewaysGroupsMoveWithTheirState(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 120*time.Second)
-	f := startFailoverRig(ctx, t, fastFailover)
+	f := startFailoverRig(ctx, t, rigSpec{gateways: 2, timing: fastFailover})
 	owner, survivor, g, l := f.owner, f.survivor, f.settled, f.rig.Ledger()
 
 	before, mark := l.Owned(), l.Mark()
@@ -265,7 +304,7 @@ func TestCluster_AKilledGatewaysGroupsMoveWithTheirState(t *testing.T) {
 func TestCluster_ATerminatedGatewayHandsItsGroupsOverWithNoRebalance(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 120*time.Second)
-	f := startFailoverRig(ctx, t, "")
+	f := startFailoverRig(ctx, t, rigSpec{gateways: 2})
 	l := f.rig.Ledger()
 	before, mark := l.Owned(), l.Mark()
 
@@ -348,4 +387,159 @@ func TestCluster_ATerminatedGatewayHandsItsGroupsOverWithNoRebalance(t *testing.
 		t.Errorf("ownership changed across the hand-over: %v -> %v", before, owned)
 	}
 	f.finish(ctx, t, true)
+}
+
+// watchCommits samples the group's committed offsets on the upstream
+// every 50 ms until the returned stop is called, which says whether any
+// partition's offset ever moved backwards (and how often it was read).
+func (f *failoverRig) watchCommits(ctx context.Context, t *testing.T) (stop func() (samples int, err error)) {
+	cl := adminClient(t, f.upstream)
+	done := make(chan struct{})
+	result := make(chan error, 1)
+	var samples int
+	go func() {
+		high := map[int32]int64{}
+		var back []string
+		var lastErr error
+		for {
+			got, err := committedOffsets(ctx, cl, f.group, f.topic, f.partitions)
+			if err != nil {
+				lastErr = err
+			} else {
+				samples++
+				for p, off := range got {
+					if h, ok := high[p]; ok && off < h {
+						back = append(back, fmt.Sprintf("%s/%d from %d to %d at %s", f.topic, p, h, off, time.Now().Format("15:04:05.000")))
+						continue
+					}
+					high[p] = off
+				}
+			}
+			select {
+			case <-done:
+				if len(back) > 0 {
+					result <- fmt.Errorf("committed offsets moved backwards: %v", back)
+				} else if samples < 10 {
+					result <- fmt.Errorf("the committed offsets were read %d times (last error: %v): too few to say they never moved backwards", samples, lastErr)
+				}
+				close(result)
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() (int, error) {
+		close(done)
+		err := <-result
+		return samples, err
+	}
+}
+
+// TestCluster_APausedOwnerIsTakenOverAndCommitsNothingAfter: three
+// gateways in front of kfake in a process of its own. The owner of a group
+// is stopped (SIGSTOP) mid-traffic for twice its session: the others take
+// the group over and consumption goes on; then it is continued (SIGCONT).
+// At no moment do two members own a partition (the listeners' timeline),
+// no committed offset ever moves backwards (sampled throughout), the
+// continued gateway answers for the group no more, and every record is
+// consumed with the commits at the end.
+//
+// A paused coordinator holds its clients' requests until they time out;
+// a member that waits past its session timeout is removed by the new
+// owner, and its partitions handed on while it still believes it holds
+// them. So the consumers give a request up after 2 s and a retry after 6,
+// well within their 20 s session (as Kafka advises request timeouts below
+// the session timeout); a member that gave up rejoins with nothing.
+func TestCluster_APausedOwnerIsTakenOverAndCommitsNothingAfter(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 150*time.Second)
+	f := startFailoverRig(ctx, t, rigSpec{gateways: 3, timing: fastFailover, kfakeOfItsOwn: true,
+		clientOpts: []kgo.Opt{kgo.RequestTimeoutOverhead(2 * time.Second), kgo.RetryTimeout(6 * time.Second)}})
+	l := f.rig.Ledger()
+	stopWatching := f.watchCommits(ctx, t)
+	mark := l.Mark()
+
+	if err := f.owner.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	continued := false
+	cont := func() {
+		if !continued {
+			continued = true
+			f.owner.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	defer cont()
+	consumeAll(ctx, t, f.rig, f.topic, 150)
+	t.Logf("consumption resumed %v after the SIGSTOP", time.Since(stopped).Round(time.Millisecond))
+	takeover, _, err := ownerOf(ctx, f.others(f.owner), f.group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(stopped.Add(6 * time.Second))) // twice the session
+	cont()
+	// The continued gateway finds its lease gone: it drops the group, and
+	// what it still had to send goes nowhere.
+	if err := kfakegroup.WaitFor(ctx, func() error {
+		if _, err := f.owner.group(ctx, f.group); err == nil {
+			return errors.New("the continued gateway still holds the group")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if now, _, err := ownerOf(ctx, f.gateways, f.group); err != nil || now != takeover {
+		t.Fatalf("after the SIGCONT: owner %v (%v), want the gateway that took over", now, err)
+	}
+	consumeAll(ctx, t, f.rig, f.topic, 150)
+	given := givenUp(l, mark)
+	t.Logf("partitions given up across the pause: %v", given)
+	if len(given) > 0 {
+		t.Logf("why: %s", strings.Join(f.groupErrors(), "\n"))
+	}
+	f.finish(ctx, t, len(given) == 0)
+	samples, err := stopWatching()
+	if err != nil {
+		t.Error(err)
+	}
+	t.Logf("committed offsets read %d times", samples)
+}
+
+// TestCluster_ARollingRestartMovesNoPartition: three gateways with the
+// default timing, each restarted in turn (SIGTERM, then started again on
+// its configuration) under traffic. The group's state is handed over
+// every time, so no member ever gives a partition up, no record is lost
+// or read twice, and the commits reach the end.
+func TestCluster_ARollingRestartMovesNoPartition(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 150*time.Second)
+	f := startFailoverRig(ctx, t, rigSpec{gateways: 3})
+	l := f.rig.Ledger()
+	mark := l.Mark()
+	for i, d := range f.gateways {
+		if err := d.stop(); err != nil {
+			t.Fatalf("gateway %d exited with %v", i, err)
+		}
+		consumeAll(ctx, t, f.rig, f.topic, 60)
+		f.gateways[i] = startDaemonFile(t, d.cfgFile)
+		consumeAll(ctx, t, f.rig, f.topic, 60)
+	}
+	if _, err := settledAnywhere(ctx, f, l); err != nil {
+		t.Fatal(err)
+	}
+	if given := givenUp(l, mark); len(given) > 0 {
+		t.Errorf("members gave partitions up across the rolling restart: %v\nwhy: %s", given, strings.Join(f.groupErrors(), "\n"))
+	}
+	f.finish(ctx, t, true)
+}
+
+// settledAnywhere waits for one gateway of the rig to hold the group,
+// settled with the rig's members.
+func settledAnywhere(ctx context.Context, f *failoverRig, l *kfakegroup.Ledger) (adminGroup, error) {
+	owner, _, err := ownerOf(ctx, f.gateways, f.group)
+	if err != nil {
+		return adminGroup{}, err
+	}
+	return settled(ctx, owner, f.group, l, f.members)
 }

@@ -304,3 +304,29 @@ func sample(items []string) string {
 	}
 	return strings.Join(items, ", ")
 }
+
+// NeverShared checks the partition callbacks' timeline, event by event:
+// no partition was ever held by two members at once (assigned to one
+// before the other's revoke or loss of it ran). Owned and
+// NoSharedOwnership check only the end.
+func NeverShared(l *Ledger) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	holder := make(map[TopicPartition]string)
+	for _, e := range l.events {
+		for _, tp := range e.Partitions {
+			switch {
+			case e.Kind != Assigned:
+				if holder[tp] == e.Member {
+					delete(holder, tp)
+				}
+			case holder[tp] != "" && holder[tp] != e.Member:
+				return fmt.Errorf("event %d at %s: %s was assigned %s while %s still held it",
+					e.Seq, e.At.Format("15:04:05.000"), e.Member, tp, holder[tp])
+			default:
+				holder[tp] = e.Member
+			}
+		}
+	}
+	return nil
+}

@@ -140,3 +140,20 @@ func checkErr(t *testing.T, what string, err error, want string) {
 		t.Errorf("%s: error %q does not contain %q", what, err, want)
 	}
 }
+
+func TestNeverSharedFollowsTheTimeline(t *testing.T) {
+	handover := NewLedger() // a revokes before b is assigned
+	handover.AddEvent(Event{Member: "a", Kind: Assigned, Partitions: []TopicPartition{tp(0), tp(1)}})
+	handover.AddEvent(Event{Member: "a", Kind: Revoked, Partitions: []TopicPartition{tp(1)}})
+	handover.AddEvent(Event{Member: "b", Kind: Assigned, Partitions: []TopicPartition{tp(1)}})
+	handover.AddEvent(Event{Member: "b", Kind: Lost, Partitions: []TopicPartition{tp(1)}})
+	handover.AddEvent(Event{Member: "a", Kind: Assigned, Partitions: []TopicPartition{tp(1)}})
+	checkErr(t, "a hand-over in order", NeverShared(handover), "")
+
+	overlap := NewLedger() // b is assigned t/1 before a revokes it; the end looks fine
+	overlap.AddEvent(Event{Member: "a", Kind: Assigned, Partitions: []TopicPartition{tp(0), tp(1)}})
+	overlap.AddEvent(Event{Member: "b", Kind: Assigned, Partitions: []TopicPartition{tp(1)}})
+	overlap.AddEvent(Event{Member: "a", Kind: Revoked, Partitions: []TopicPartition{tp(1)}})
+	checkErr(t, "the end of an overlap", NoSharedOwnership(overlap.Owned()), "")
+	checkErr(t, "an overlap", NeverShared(overlap), "event 2 at 00:00:00.000: b was assigned t/1 while a still held it")
+}
