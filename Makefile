@@ -13,7 +13,7 @@ APT_PKGS := wabt clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
 BENCHTIME ?= 1x
 KAFKA_VERSION ?= 4.4.0
 
-.PHONY: all build plugins testdata tools e2e-tools kafka-cache test vet bench bench-gateway bench-realkafka bench-loadtest bench-loadtest-kafka run clean FORCE
+.PHONY: all build plugins testdata tools e2e-tools kafka-cache test vet bench bench-gateway bench-realkafka bench-loadtest bench-loadtest-kafka bench-loadtest-cluster test-cluster-realkafka run clean FORCE
 
 all: build
 
@@ -132,6 +132,17 @@ bench-loadtest: build
 	  kill -0 $$pid 2>/dev/null || break; sleep 0.2; done; \
 	if [ -z "$$addr" ]; then echo "bench-loadtest: the gateway did not start; its log ($$log):"; cat $$log; exit 1; fi; \
 	bin/wasmassign loadtest --target kfake --target gateway=$$addr --pid gateway=$$pid $(LOADTEST_FLAGS)
+
+## bench-loadtest-cluster: a loadtest load on kfake, then on two gateways of one cluster in front of a kfake upstream, with each gateway's share.
+# The load bootstraps from one gateway; FindCoordinator sends each group to
+# its owner. CLUSTER_LOADTEST_FLAGS sizes it.
+CLUSTER_LOADTEST_FLAGS ?= --groups 200 --members 10 --topics 20 --partitions 16 --protocol range
+bench-loadtest-cluster: build
+	bash internal/loadtest/cluster_bench.sh $(CURDIR)/bin/wasmassign $(CURDIR)/.cache/loadtest-cluster $(CLUSTER_LOADTEST_FLAGS)
+
+## test-cluster-realkafka: three gateways in front of a real Kafka 4.4 broker, Java and librdkafka consumers, kill -9 of the owner.
+test-cluster-realkafka: build kafka-cache python-clients
+	WASMASSIGN_E2E_CLUSTER_REALKAFKA=1 REALKAFKA_REQUIRED=1 WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 10m -run TestRealKafkaCluster -v ./internal/e2e/
 
 ## run: the gateway on its embedded cluster (examples/gateway.toml); Ctrl-C stops it.
 run: build

@@ -25,6 +25,7 @@ type proc struct {
 	clientID string
 	cmd      *exec.Cmd
 	stderr   *syncBuffer
+	stdout   *syncBuffer // what it printed, for the failure log
 	exited   chan struct{}
 	// stopWait is how long stop lets the process shut down after SIGTERM
 	// before killing it.
@@ -37,7 +38,7 @@ type proc struct {
 // process, and logs its stderr if the test failed.
 func startProc(t *testing.T, clientID string, cmd *exec.Cmd, stopWait time.Duration, onLine func(string), onExit func()) *proc {
 	t.Helper()
-	p := &proc{clientID: clientID, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{}), stopWait: stopWait}
+	p := &proc{clientID: clientID, cmd: cmd, stderr: &syncBuffer{}, stdout: &syncBuffer{}, exited: make(chan struct{}), stopWait: stopWait}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -49,6 +50,7 @@ func startProc(t *testing.T, clientID string, cmd *exec.Cmd, stopWait time.Durat
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			fmt.Fprintln(p.stdout, sc.Text())
 			onLine(sc.Text())
 		}
 		_ = cmd.Wait()
@@ -60,7 +62,7 @@ func startProc(t *testing.T, clientID string, cmd *exec.Cmd, stopWait time.Durat
 	t.Cleanup(func() {
 		p.stop()
 		if t.Failed() {
-			t.Logf("%s (%s) stderr:\n%s", clientID, cmd.Path, tail(p.stderr.String(), 20))
+			t.Logf("%s (%s) stderr:\n%s\nlast lines of its stdout:\n%s", clientID, cmd.Path, tail(p.stderr.String(), 20), tail(p.stdout.String(), 10))
 		}
 	})
 	return p
@@ -183,6 +185,35 @@ func readAllOnce[R readLogger](ctx context.Context, rs []R, end map[int32]int64)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("read %d of %d records before %w", len(seen), total, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// readAll waits until the processes together read every offset below end,
+// each at least once: after a member gave partitions up, what was read and
+// not committed is read again.
+func readAll[R readLogger](ctx context.Context, rs []R, end map[int32]int64) error {
+	for {
+		missing := 0
+		for p, e := range end {
+			for off := range e {
+				if !slices.ContainsFunc(rs, func(r R) bool {
+					l := r.records()
+					l.mu.Lock()
+					defer l.mu.Unlock()
+					return l.read[[2]int64{int64(p), off}] > 0
+				}) {
+					missing++
+				}
+			}
+		}
+		if missing == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d records below the end offsets %v not read before %w", missing, end, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -65,10 +65,11 @@ func pyVersion(ctx context.Context, t *testing.T, python, script string) pyClien
 }
 
 // pyStart runs the client's script as clientID in group and stops it
-// (SIGTERM) when the test ends. rack and instance may be "-" for none.
-func pyStart(ctx context.Context, t *testing.T, python string, c pyClient, bootstrap, group, topic, strategy, clientID, rack, instance string) *procMember {
+// (SIGTERM) when the test ends. rack and instance may be "-" for none;
+// props are KEY=VALUE client properties, for the scripts that take them.
+func pyStart(ctx context.Context, t *testing.T, python string, c pyClient, bootstrap, group, topic, strategy, clientID, rack, instance string, props ...string) *procMember {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, python, "-u", c.script, bootstrap, group, topic, strategy, clientID, rack, instance)
+	cmd := exec.CommandContext(ctx, python, append([]string{"-u", c.script, bootstrap, group, topic, strategy, clientID, rack, instance}, props...)...)
 	return startProcMember(t, clientID, topic, cmd)
 }
 

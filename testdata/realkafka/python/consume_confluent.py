@@ -1,12 +1,14 @@
 """A confluent-kafka (librdkafka) group member for the gateway's interop tests.
 
-    python consume_confluent.py BOOTSTRAP GROUP TOPIC STRATEGIES CLIENT_ID RACK INSTANCE_ID
+    python consume_confluent.py BOOTSTRAP GROUP TOPIC STRATEGIES CLIENT_ID RACK INSTANCE_ID [KEY=VALUE ...]
     python consume_confluent.py --version
 
 STRATEGIES is librdkafka's partition.assignment.strategy, e.g. "range" or
 "cooperative-sticky" (comma-separated for several). RACK (client.rack, which
 librdkafka 2.3+ sends in its subscription) and INSTANCE_ID
-(group.instance.id) may be "-" for none.
+(group.instance.id) may be "-" for none. Any KEY=VALUE arguments are
+librdkafka properties that override the defaults below (e.g.
+session.timeout.ms=30000 for a member that must outlast a failover).
 
 It prints one line per event, flushed at once, so the test can follow it:
     client confluent-kafka VERSION librdkafka VERSION   (--version only)
@@ -43,10 +45,10 @@ def main(argv):
             version = version[0]
         say("client confluent-kafka %s librdkafka %s" % (version, confluent_kafka.libversion()[0]))
         return 0
-    if len(argv) != 8:
+    if len(argv) < 8 or any("=" not in a for a in argv[8:]):
         print(__doc__, file=sys.stderr)
         return 2
-    bootstrap, group, topic, strategies, client_id, rack, instance_id = argv[1:]
+    bootstrap, group, topic, strategies, client_id, rack, instance_id = argv[1:8]
     conf = {
         "bootstrap.servers": bootstrap,
         "group.id": group,
@@ -62,6 +64,9 @@ def main(argv):
         conf["client.rack"] = rack
     if instance_id != "-":
         conf["group.instance.id"] = instance_id
+    for kv in argv[8:]:
+        key, value = kv.split("=", 1)
+        conf[key] = value
 
     stopping = []
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
