@@ -18,10 +18,14 @@ WASMASSIGN_LOADTEST_KFAKE='{"topics":[],"partitions":16}' "$bin" <"$dir/kfake.in
 kfake=$!
 exec 3>"$dir/kfake.in" # held open: kfake serves while this script runs
 cleanup() {
-	kill "${gws:-}" 2>/dev/null || true
-	wait "${gws:-}" 2>/dev/null || true
+	local rc=$?
+	# The gateways, not their shell: it exits once they have (SIGTERM hands
+	# their groups over), and the script's status stays its own.
+	pkill -TERM -f -- "--config $dir/gw-" 2>/dev/null || true
+	[ -n "${gws:-}" ] && { wait "$gws" 2>/dev/null || true; }
 	exec 3>&-
 	wait "$kfake" 2>/dev/null || true
+	exit "$rc"
 }
 trap cleanup EXIT
 for _ in $(seq 100); do [ -s "$dir/kfake.addr" ] && break; sleep 0.1; done
