@@ -39,7 +39,7 @@ func clusterGateways(t *testing.T, upstream []string, n int, timing string) []*d
 			BrokerPorts: map[int32]int{0: ports[2], 1: ports[3], 2: ports[4]},
 			Brokers:     upstream,
 			Groups:      []testutil.GroupRule{{Match: "*"}},
-			Extra:       fmt.Sprintf("[cluster]\nname = \"e2e\"\nid = \"gw-%d\"\npartitions = 4\n%s", i, timing),
+			Extra:       debugLogSection() + fmt.Sprintf("[cluster]\nname = \"e2e\"\nid = \"gw-%d\"\npartitions = 4\n%s", i, timing),
 		}.String()
 		ds = append(ds, startDaemon(t, t.TempDir(), cfg))
 	}

@@ -183,7 +183,8 @@ func startDaemonFile(t testing.TB, cfgFile string) *daemon {
 	t.Cleanup(func() {
 		d.stop()
 		if t.Failed() {
-			t.Logf("daemon log (%s):\n%s", cfgFile, tail(d.log.String(), 80))
+			kept := keepLog(t, "gateway-"+filepath.Base(filepath.Dir(cfgFile)), d.log.String())
+			t.Logf("daemon log (%s)%s:\n%s", cfgFile, keptNote(kept), tail(d.log.String(), 80))
 		}
 	})
 

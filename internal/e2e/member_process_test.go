@@ -62,7 +62,8 @@ func startProc(t *testing.T, clientID string, cmd *exec.Cmd, stopWait time.Durat
 	t.Cleanup(func() {
 		p.stop()
 		if t.Failed() {
-			t.Logf("%s (%s) stderr:\n%s\nlast lines of its stdout:\n%s", clientID, cmd.Path, tail(p.stderr.String(), 20), tail(p.stdout.String(), 10))
+			kept := keepLog(t, clientID+"-stderr", p.stderr.String())
+			t.Logf("%s (%s) stderr%s:\n%s\nlast lines of its stdout:\n%s", clientID, cmd.Path, keptNote(kept), tail(p.stderr.String(), 20), tail(p.stdout.String(), 10))
 		}
 	})
 	return p

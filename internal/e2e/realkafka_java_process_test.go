@@ -130,10 +130,24 @@ func (r *javaRunner) command(ctx context.Context, main string, args ...string) *
 	// A small heap, the serial collector and C1 only: these clients live
 	// for seconds, several at once, on a machine shared with brokers.
 	full := append([]string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", r.classpath, main}, args...)
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"}, javaClientLogFlags()...)
+	full = append(append(full, "-cp", r.classpath, main), args...)
 	cmd := exec.CommandContext(ctx, r.java, full...)
 	cmd.Env = javaScrubbedEnv()
 	return cmd
+}
+
+// javaClientLogFlags raises the Java consumer's group coordination
+// loggers (AbstractCoordinator, ConsumerCoordinator) and its NetworkClient
+// to debug level under WASMASSIGN_E2E_DEBUG: what a member asked which
+// gateway, on which connection, and what it was told.
+func javaClientLogFlags() []string {
+	if debugDir() == "" {
+		return nil
+	}
+	return []string{"-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.consumer.internals=debug",
+		"-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.NetworkClient=debug",
+		"-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"}
 }
 
 // javaSpec is one Consume.java member.
