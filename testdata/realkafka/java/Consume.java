@@ -25,7 +25,8 @@
 //                                          processes can be put in one order
 //   topic/partition@offset                 for every record
 //   closing                                when it starts shutting down
-// It commits synchronously in onPartitionsRevoked and before closing, and
+// It commits synchronously in onPartitionsRevoked and before closing (after
+// polling through a rebalance under way), and
 // never automatically, so every commit the test sees was made knowingly.
 import java.time.Duration;
 import java.time.Instant;
@@ -41,6 +42,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
@@ -158,13 +160,39 @@ public class Consume {
             // SIGTERM: fall through to the clean shutdown.
         } finally {
             say("closing");
-            try {
-                consumer.commitSync();
-            } catch (Exception e) {
-                System.err.println("final commit: " + e);
-            }
+            finalCommit(consumer);
             consumer.close();
             done.countDown();
+        }
+    }
+
+    // finalCommit commits what was read before the consumer closes. A
+    // member that is mid-rebalance (another member left just before) cannot
+    // commit: as the client advises, it polls until the rebalance is done,
+    // printing what it reads as ever, and tries again, for up to 15 s.
+    static void finalCommit(KafkaConsumer<String, String> consumer) {
+        long until = System.nanoTime() + 15_000_000_000L;
+        while (true) {
+            try {
+                consumer.commitSync();
+                return;
+            } catch (RebalanceInProgressException e) {
+                if (System.nanoTime() > until) {
+                    System.err.println("final commit: " + e);
+                    return;
+                }
+                try {
+                    for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(100))) {
+                        say(r.topic() + "/" + r.partition() + "@" + r.offset());
+                    }
+                } catch (Exception pe) {
+                    System.err.println("final commit: polling through a rebalance: " + pe);
+                    return;
+                }
+            } catch (Exception e) {
+                System.err.println("final commit: " + e);
+                return;
+            }
         }
     }
 }
