@@ -142,7 +142,7 @@ bench-loadtest-cluster: build
 
 ## test-cluster-realkafka: three gateways in front of a real Kafka 4.4 broker, Java and librdkafka consumers, kill -9 of the owner.
 test-cluster-realkafka: build kafka-cache python-clients
-	WASMASSIGN_E2E_CLUSTER_REALKAFKA=1 REALKAFKA_REQUIRED=1 WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 10m -run TestRealKafkaCluster -v ./internal/e2e/
+	REALKAFKA_REQUIRED=1 WASMASSIGN_BIN=$(CURDIR)/bin/wasmassign $(GO) test -count=1 -timeout 10m -run TestRealKafkaCluster -v ./internal/e2e/
 
 ## run: the gateway on its embedded cluster (examples/gateway.toml); Ctrl-C stops it.
 run: build

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,21 +16,16 @@ import (
 // in front of a real Apache Kafka broker, and a cooperative-sticky group of
 // two Java kafka-clients consumers and one confluent-kafka (librdkafka)
 // consumer that bootstrap from all three. The gateway that owns the group
-// is killed (SIGKILL) mid-traffic. With the defaults no partition is ever assigned to a member while another
-// holds it (the listeners' timelines); every record is read, exactly once
-// when no member gave a partition up (the goal: the failover moves no
-// partition); and the commits the consumers make as they close are the
-// end offsets.
+// is killed (SIGKILL) mid-traffic. With the defaults no partition is ever
+// assigned to a member while another holds it (the listeners' timelines);
+// every record is read, exactly once when no member gave a partition up
+// (the goal: the failover moves no partition); and the commits the
+// consumers make as they close are the end offsets.
 //
-// It runs only with WASMASSIGN_E2E_CLUSTER_REALKAFKA=1 (`make
-// test-cluster-realkafka`), not in `make test`: about one run in five a
-// Java member's first JoinGroup reaches the owning gateway and is never
-// answered, and the member never joins. Until that is found, it would make
-// CI fail at random.
+// A Java consumer names the gateway FindCoordinator gave it in each new
+// connection's ApiVersions (KIP-1242): the member joins only if the
+// gateways answer that as the gateway it means would.
 func TestRealKafkaCluster_AKilledOwnersGroupMovesForJavaAndLibrdkafka(t *testing.T) {
-	if os.Getenv("WASMASSIGN_E2E_CLUSTER_REALKAFKA") != "1" {
-		t.Skip("set WASMASSIGN_E2E_CLUSTER_REALKAFKA=1 (make test-cluster-realkafka): a Java member's first JoinGroup is sometimes never answered")
-	}
 	python := pyInterpreter(t)
 	ctx := testCtx(t, 240*time.Second)
 	confluent := pyVersion(ctx, t, python, "consume_confluent.py")

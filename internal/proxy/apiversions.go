@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/internal/proxy/frame"
 )
 
 // A client's ApiVersions is the first request on every new connection, and
@@ -106,10 +107,13 @@ func (c *apiVersionsCache) learn(node int32, version int16, table *apiTable, r *
 	c.answers[avKey{node, version}] = avAnswer{table: table, body: body, raw: bytes.Clone(raw)}
 }
 
-// answerableLocally reports whether an ApiVersions request body at version
-// would get the broker's ordinary answer: from v3 the broker checks the
-// client's software name and version.
-func answerableLocally(version int16, body []byte) bool {
+// answerableLocally reports whether an ApiVersions request body at version,
+// on a connection to the upstream node upstream of the cluster clusterID
+// ("" when not known yet), would get the broker's ordinary answer: from v3
+// the broker checks the client's software name and version, and from v5
+// that it is the cluster and the node the client names, if it names one
+// (the connection may be misrouted; see retargetApiVersions).
+func answerableLocally(version int16, body []byte, upstream int32, clusterID string) bool {
 	if version < 3 {
 		return true
 	}
@@ -118,5 +122,44 @@ func answerableLocally(version int16, body []byte) bool {
 	if err := req.ReadFrom(body); err != nil {
 		return false
 	}
+	if req.ClusterID != nil && (*req.ClusterID != clusterID || req.NodeID != upstream) {
+		return false
+	}
 	return softwarePattern.MatchString(req.ClientSoftwareName) && softwarePattern.MatchString(req.ClientSoftwareVersion)
+}
+
+// From ApiVersions v5 a client that has learnt the cluster names, on each
+// new connection but a bootstrap one, the cluster and the node it means to
+// reach, and the broker answers REBOOTSTRAP_REQUIRED when it is another:
+// the client then drops every connection and bootstraps again, and a
+// request it had already queued (a JoinGroup on its coordinator
+// connection) can be left unanswered for good. Through the gateway a
+// broker listener's node is the upstream node it forwards to, so those
+// requests pass as they are. A gateway of a cluster is named to clients
+// as a node of its own (FindCoordinator's answer, Options.Peers) and
+// reached on its bootstrap listener, whose upstream connection goes to
+// some broker: the request is retargeted to that broker before it is
+// forwarded, the cluster id kept, so that the broker still checks that the
+// client means its cluster. Any other node named on the bootstrap listener
+// is a client that meant another address, and the broker's answer stands.
+
+// retargetApiVersions is a v5+ ApiVersions request frame fr (body at its
+// end) with the node it names replaced by the connection's upstream node
+// when it names a gateway of the cluster on the bootstrap listener; fr and
+// body themselves otherwise. A request that does not decode is left for
+// the broker to refuse.
+func (c *conn) retargetApiVersions(hdr frame.RequestHeader, fr, body []byte) ([]byte, []byte) {
+	if c.info.Node != NodeBootstrap {
+		return fr, body
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(hdr.Version)
+	if err := req.ReadFrom(body); err != nil || req.ClusterID == nil || !c.p.isPeerNode(req.NodeID) {
+		return fr, body
+	}
+	req.NodeID = c.info.Upstream
+	out := frame.AppendRequestHeader(make([]byte, 0, len(fr)), hdr)
+	head := len(out)
+	out = req.AppendTo(out)
+	return out, out[head:]
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -111,11 +113,11 @@ func TestAnswerableLocallyFollowsKIP511SoftwarePattern(t *testing.T) {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = tc.version
 		req.ClientSoftwareName, req.ClientSoftwareVersion = tc.name, tc.swVersion
-		if got := answerableLocally(tc.version, req.AppendTo(nil)); got != tc.want {
+		if got := answerableLocally(tc.version, req.AppendTo(nil), 0, ""); got != tc.want {
 			t.Errorf("v%d name %q version %q: answerable locally %v, want %v", tc.version, tc.name, tc.swVersion, got, tc.want)
 		}
 	}
-	if answerableLocally(3, []byte{0xff}) {
+	if answerableLocally(3, []byte{0xff}, 0, "") {
 		t.Error("an undecodable v3 request was called answerable locally")
 	}
 }
@@ -235,5 +237,54 @@ func TestProxy_ConnectionAnsweredLocallyNeverDialsTheUpstream(t *testing.T) {
 	defer mu.Unlock()
 	if want := []int16{int16(kmsg.ApiVersions), int16(kmsg.Metadata)}; !slices.Equal(order, want) {
 		t.Errorf("the broker saw keys %v after the first connection, want %v", order, want)
+	}
+}
+
+// TestProxy_ApiVersionsNamingANodeIsCheckedAgainstTheBrokerMeant covers
+// KIP-1242's ApiVersions v5, which names the cluster and node a client
+// means to reach. A client that names a gateway of the cluster (a node of
+// Options.Peers, the coordinator FindCoordinator gives) on the bootstrap
+// listener is answered as that node would be, cold (forwarded) and warm
+// (answered from the remembered answer): a REBOOTSTRAP_REQUIRED there
+// makes a Java consumer drop its connections with its JoinGroup queued.
+// A client that means another cluster, or another node than the broker
+// listener it reached, still gets REBOOTSTRAP_REQUIRED, warm or cold.
+func TestProxy_ApiVersionsNamingANodeIsCheckedAgainstTheBrokerMeant(t *testing.T) {
+	const cluster, gateway = "wasmassign-test-cluster", int32(1<<30 | 12345)
+	e := startEnv(t, 2, func(o *Options) {
+		o.Peers = func() []Peer { return []Peer{{Node: gateway, Host: "127.0.0.1", Port: 1}} }
+	}, kfake.ClusterID(cluster))
+	node0, ok := e.proxy.BrokerAddr(0)
+	if !ok {
+		t.Fatal("no listener for node 0")
+	}
+	other := "another-cluster"
+	for _, tc := range []struct {
+		name      string
+		addr      string
+		clusterID *string // nil: bootstrapping
+		node      int32
+		want      int16
+	}{
+		{"bootstrapping", e.proxy.Addr(), nil, -1, 0},
+		{"a gateway on the bootstrap listener", e.proxy.Addr(), kmsg.StringPtr(cluster), gateway, 0},
+		{"a gateway of another cluster", e.proxy.Addr(), &other, gateway, kerr.RebootstrapRequired.Code},
+		{"the broker of the listener", node0, kmsg.StringPtr(cluster), 0, 0},
+		{"another broker than the listener's", node0, kmsg.StringPtr(cluster), 1, kerr.RebootstrapRequired.Code},
+		{"another cluster on a broker listener", node0, &other, 0, kerr.RebootstrapRequired.Code},
+	} {
+		for _, round := range []string{"cold", "warm"} {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.Version = 5
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "apache-kafka-java", "4.4.0"
+			req.ClusterID, req.NodeID = tc.clusterID, tc.node
+			resp := dialRaw(t, tc.addr).roundTrip(req).(*kmsg.ApiVersionsResponse)
+			if resp.ErrorCode != tc.want {
+				t.Errorf("%s (%s): error %d, want %d", tc.name, round, resp.ErrorCode, tc.want)
+			}
+			if tc.want == 0 && len(resp.ApiKeys) == 0 {
+				t.Errorf("%s (%s): no api keys in the answer", tc.name, round)
+			}
+		}
 	}
 }

@@ -170,6 +170,9 @@ func (c *conn) run() {
 	}
 	c.info.Upstream = upNode // before anything reads info
 	c.upAddr = addr
+	if c.p.log.Enabled(c.ctx, slog.LevelDebug) {
+		c.logger().Debug("client connection opened", "upstream", addr)
+	}
 	if c.info.Node == NodeBootstrap || c.p.down.has(upNode) {
 		c.startDial()
 	}
@@ -645,7 +648,8 @@ func (c *conn) handle(fr []byte) error {
 	if err != nil {
 		return err
 	}
-	t := c.p.state.load().table
+	st := c.p.state.load()
+	t := st.table
 	if !t.allows(key, version) {
 		if key == int16(kmsg.ApiVersions) && t.has[kmsg.ApiVersions] && version > t.max[kmsg.ApiVersions] {
 			// KIP-511: a newer client's ApiVersions is answered at v0 with
@@ -663,8 +667,11 @@ func (c *conn) handle(fr []byte) error {
 		return fmt.Errorf("%s v%d is outside the supported range v%d-v%d", kmsg.NameForKey(key), version, t.min[key], t.max[key])
 	}
 
+	if key == int16(kmsg.ApiVersions) && version >= 5 {
+		fr, body = c.retargetApiVersions(hdr, fr, body)
+	}
 	if ic := c.p.opts.Interceptor; key == int16(kmsg.ApiVersions) && (ic == nil || !ic.Intercepts(int16(kmsg.ApiVersions))) {
-		if cached, ok := c.p.avs.get(c.info.Upstream, version, t); ok && answerableLocally(version, body) {
+		if cached, ok := c.p.avs.get(c.info.Upstream, version, t); ok && answerableLocally(version, body, c.info.Upstream, st.clusterID) {
 			return c.answerApiVersions(hdr.CorrelationID, version, fr, cached)
 		}
 	}
@@ -824,6 +831,14 @@ func (c *conn) flushUpstream() error {
 
 func (c *conn) intercept(s *slot, hdr frame.RequestHeader, req kmsg.Request, fr []byte) {
 	defer c.recoverPanic("interceptor")
+	// At debug level each decision is logged as it starts and ends: a
+	// request that is never answered shows as a start with no end.
+	if debug := c.p.log.Enabled(c.ctx, slog.LevelDebug); debug {
+		c.logger().Debug("request intercepted", "api", kmsg.NameForKey(s.key), "version", s.version, "corr", s.corr, "client_id", clientIDOf(hdr))
+		defer func(start time.Time) {
+			c.logger().Debug("request decided", "api", kmsg.NameForKey(s.key), "corr", s.corr, "answered_here", s.local, "took", time.Since(start))
+		}(time.Now())
+	}
 	d, err := c.p.opts.Interceptor.Intercept(c.ctx, Request{Conn: c.info, ClientID: hdr.ClientID, CorrelationID: hdr.CorrelationID, Req: req})
 	if err != nil {
 		c.complete(s, nil, fmt.Errorf("interceptor: %s: %w", kmsg.NameForKey(s.key), err))
@@ -857,6 +872,14 @@ func (c *conn) intercept(s *slot, hdr frame.RequestHeader, req kmsg.Request, fr 
 	if err := c.send(s, fr, true); err != nil {
 		c.close(err)
 	}
+}
+
+// clientIDOf is the request's client id, "" when it has none.
+func clientIDOf(hdr frame.RequestHeader) string {
+	if hdr.ClientID == nil {
+		return ""
+	}
+	return *hdr.ClientID
 }
 
 func (c *conn) readUpstream(r *connReader) {

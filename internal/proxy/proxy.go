@@ -204,6 +204,17 @@ func (p *Proxy) peers() []Peer {
 	return p.opts.Peers()
 }
 
+// isPeerNode reports whether node is a gateway of the cluster as
+// Options.Peers names it.
+func (p *Proxy) isPeerNode(node int32) bool {
+	for _, peer := range p.peers() {
+		if peer.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
 // Proxy is a running Kafka protocol proxy. Create it with [New], start it
 // with [Proxy.Start] and stop it with [Proxy.Close].
 type Proxy struct {

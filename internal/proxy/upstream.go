@@ -43,6 +43,9 @@ type upstreamState struct {
 	extra    map[int32]string        // addresses learnt from responses, not yet in metadata
 	versions map[int32][]apiVersions // per node, from its ApiVersions
 	table    *apiTable
+	// clusterID is the upstream's cluster id, "" before it named one:
+	// the cluster a client means in a v5 ApiVersions (retargetApiVersions).
+	clusterID string
 }
 
 type apiVersions struct{ key, min, max int16 }
@@ -219,6 +222,9 @@ func (p *Proxy) refresh(ctx context.Context) error {
 	p.state.mu.Lock()
 	cur := p.state.load()
 	next := &upstreamState{brokers: brokers, versions: versions, table: p.buildTable(versions)}
+	if resp.ClusterID != nil {
+		next.clusterID = *resp.ClusterID
+	}
 	for n, a := range cur.extra {
 		if _, ok := next.addr(n); !ok {
 			if next.extra == nil {
