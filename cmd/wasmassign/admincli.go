@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wasmassign/wasmassign/internal/admin"
+	"github.com/wasmassign/wasmassign/internal/cluster"
 	"github.com/wasmassign/wasmassign/internal/scenario"
 	"github.com/wasmassign/wasmassign/internal/termtext"
 )
@@ -228,7 +229,7 @@ func clusterCmd(ctx context.Context, e *env, args []string) error {
 		if v, ok := views[g.ID]; ok {
 			n := 0
 			for _, s := range v.Shards {
-				if s.State == "serving" {
+				if s.State == cluster.ShardServing {
 					n++
 				}
 			}

@@ -19,6 +19,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/wasmassign/wasmassign/internal/cluster"
 )
 
 // Plugin is one loaded plugin module, as /v1/plugins lists it.
@@ -143,12 +145,12 @@ type ClusterGateway struct {
 	Refused string `json:"refused,omitempty"`
 }
 
-// ClusterShard is one shard this gateway holds: "loading" or "serving",
-// since when.
+// ClusterShard is one shard this gateway holds: where it is in its life
+// ("loading" or "serving"), and since when.
 type ClusterShard struct {
-	Shard int       `json:"shard"`
-	State string    `json:"state"`
-	Since time.Time `json:"since"`
+	Shard int                `json:"shard"`
+	State cluster.ShardState `json:"state"`
+	Since time.Time          `json:"since"`
 }
 
 // ClusterGroup is one managed group this gateway serves, and its shard.

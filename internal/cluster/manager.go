@@ -106,12 +106,16 @@ type Manager struct {
 	wg         sync.WaitGroup
 }
 
-// shardStatus is where an owned shard is in its life.
-type shardStatus int
+// ShardState is where a shard this gateway holds is in its life; its
+// value is what the admin API and `wasmassign cluster` show.
+type ShardState string
 
 const (
-	shardLoading shardStatus = iota
-	shardServing
+	// ShardLoading: claimed, and being read, or waiting out the last
+	// owner's lease; its groups are answered COORDINATOR_LOAD_IN_PROGRESS.
+	ShardLoading ShardState = "loading"
+	// ShardServing: its groups are answered here.
+	ShardServing ShardState = "serving"
 )
 
 // ownedShard is one shard this gateway was given.
@@ -119,7 +123,7 @@ type ownedShard struct {
 	shard      int
 	generation int32
 	receivedAt time.Duration
-	status     shardStatus
+	status     ShardState
 	since      time.Time          // when it took its status
 	cancel     context.CancelFunc // ends the load and the writes
 	writer     *ShardWriter       // set once claimed
@@ -171,7 +175,7 @@ func (m *Manager) Owner(group string) (Ownership, Owner) {
 			// The lease ran out, and Run has not heard yet: another
 			// gateway may be given the shard from now on.
 			return Elsewhere, Owner{}
-		case s.status == shardServing:
+		case s.status == ShardServing:
 			return Serving, me
 		default:
 			return Loading, me
@@ -195,7 +199,7 @@ func (m *Manager) ServingFor(group string) (time.Duration, bool) {
 	defer m.mu.Unlock()
 	s := m.shards[shard]
 	left := m.leaseUntil - m.clock()
-	if s == nil || s.status != shardServing || left <= 0 {
+	if s == nil || s.status != ShardServing || left <= 0 {
 		return 0, false
 	}
 	return left, true
@@ -226,7 +230,7 @@ func (m *Manager) Save(group string, state *coordinator.GroupState, done func(er
 	shard := ShardOf(group, m.cfg.Shards)
 	m.mu.Lock()
 	s := m.shards[shard]
-	if s == nil || s.status != shardServing || m.clock() >= m.leaseUntil {
+	if s == nil || s.status != ShardServing || m.clock() >= m.leaseUntil {
 		m.mu.Unlock()
 		done(fmt.Errorf("group %s, shard %d: %w", group, shard, ErrNotOwner))
 		return
@@ -252,11 +256,11 @@ type Status struct {
 	Shards            []ShardStatus
 }
 
-// ShardStatus is one shard this gateway holds: "loading" (read, or wait
-// out the last owner's lease) or "serving", since when.
+// ShardStatus is one shard this gateway holds, where it is in its life,
+// and since when.
 type ShardStatus struct {
 	Shard int
-	State string
+	State ShardState
 	Since time.Time
 }
 
@@ -267,11 +271,7 @@ func (m *Manager) Status() Status {
 	st := Status{Name: m.cfg.Name, ID: m.cfg.ID, Generation: m.generation, LayoutAt: m.layoutAt, MovedAt: m.movedAt,
 		Gateways: slices.Clone(m.layout)}
 	for _, s := range m.shards {
-		state := "loading"
-		if s.status == shardServing {
-			state = "serving"
-		}
-		st.Shards = append(st.Shards, ShardStatus{Shard: s.shard, State: state, Since: s.since})
+		st.Shards = append(st.Shards, ShardStatus{Shard: s.shard, State: s.status, Since: s.since})
 	}
 	slices.SortFunc(st.Shards, func(a, b ShardStatus) int { return cmp.Compare(a.Shard, b.Shard) })
 	return st
@@ -374,7 +374,7 @@ func (m *Manager) apply(ctx context.Context, changes []Change) {
 		}
 		for _, shard := range c.Assigned {
 			sctx, cancel := context.WithCancel(ctx)
-			s := &ownedShard{shard: shard, generation: c.Generation, receivedAt: c.ReceivedAt, since: now, cancel: cancel,
+			s := &ownedShard{shard: shard, generation: c.Generation, receivedAt: c.ReceivedAt, status: ShardLoading, since: now, cancel: cancel,
 				wake: make(chan struct{}, 1), done: make(chan struct{})}
 			m.shards[shard] = s
 			m.wg.Add(1)
@@ -426,7 +426,7 @@ func (m *Manager) giveUp(shards []int, reason string) {
 		if w == nil {
 			continue
 		}
-		if !clean || s.status != shardServing {
+		if !clean || s.status != ShardServing {
 			w.Close()
 			continue
 		}
@@ -497,7 +497,7 @@ func (m *Manager) own(ctx context.Context, s *ownedShard) {
 		m.log.Error("loading a shard's groups into the coordinator failed", "shard", s.shard, "err", err)
 	}
 	m.mu.Lock()
-	s.status, s.since = shardServing, time.Now()
+	s.status, s.since = ShardServing, time.Now()
 	m.mu.Unlock()
 	took := time.Since(started)
 	how := "failover"

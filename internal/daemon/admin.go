@@ -46,7 +46,7 @@ func (s *adminSource) Ready(ctx context.Context) error {
 		if s.d.view.leaving.Load() {
 			return errors.New("shutting down: handing this gateway's groups to the others")
 		}
-		if !slices.ContainsFunc(s.d.manager.Status().Shards, func(sh cluster.ShardStatus) bool { return sh.State == "serving" }) {
+		if !slices.ContainsFunc(s.d.manager.Status().Shards, func(sh cluster.ShardStatus) bool { return sh.State == cluster.ShardServing }) {
 			return errors.New("gateway cluster: this gateway serves no shard yet (none given, or still loading)")
 		}
 	}

@@ -262,7 +262,7 @@ func (d *Daemon) startCluster(ctx context.Context, clientOpts []kgo.Opt) (*clust
 	cm := d.metrics.Cluster(func() metrics.ClusterView {
 		var v metrics.ClusterView
 		for _, s := range m.Status().Shards {
-			if s.State == "serving" {
+			if s.State == cluster.ShardServing {
 				v.ServingShards++
 			} else {
 				v.LoadingShards++
