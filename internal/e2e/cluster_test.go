@@ -30,6 +30,13 @@ const fastFailover = "session_timeout = \"3s\"\nheartbeat_interval = \"300ms\"\n
 // [cluster]; empty for the defaults).
 func clusterGateways(t *testing.T, upstream []string, n int, timing string) []*daemon {
 	t.Helper()
+	return clusterGatewaysManaging(t, upstream, n, timing, []testutil.GroupRule{{Match: "*"}})
+}
+
+// clusterGatewaysManaging is clusterGateways with the gateways' [[groups]]
+// rules.
+func clusterGatewaysManaging(t *testing.T, upstream []string, n int, timing string, groups []testutil.GroupRule) []*daemon {
+	t.Helper()
 	var ds []*daemon
 	for i := range n {
 		ports := freePorts(t, 5)
@@ -38,12 +45,28 @@ func clusterGateways(t *testing.T, upstream []string, n int, timing string) []*d
 			AdminListen: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 			BrokerPorts: map[int32]int{0: ports[2], 1: ports[3], 2: ports[4]},
 			Brokers:     upstream,
-			Groups:      []testutil.GroupRule{{Match: "*"}},
+			Groups:      groups,
 			Extra:       debugLogSection() + fmt.Sprintf("[cluster]\nname = \"e2e\"\nid = \"gw-%d\"\npartitions = 4\n%s", i, timing),
 		}.String()
 		ds = append(ds, startDaemon(t, t.TempDir(), cfg))
 	}
 	return ds
+}
+
+// waitAllReady waits until every gateway of ds answers /readyz 200, as a
+// load balancer's health check would before it sends clients.
+func waitAllReady(ctx context.Context, t *testing.T, ds []*daemon) {
+	t.Helper()
+	if err := kfakegroup.WaitFor(ctx, func() error {
+		for _, d := range ds {
+			if code := readyz(t, d); code != 200 {
+				return fmt.Errorf("%s: /readyz %d", d.bootstrap, code)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // ownerOf returns the gateway that holds group, once exactly one does.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmassign/wasmassign/internal/testutil/kfakegroup"
 	"github.com/wasmassign/wasmassign/internal/testutil/realkafka"
 )
 
@@ -40,16 +39,7 @@ func TestRealKafkaCluster_AKilledOwnersGroupMovesForJavaAndLibrdkafka(t *testing
 	bootstrap := strings.Join(seeds, ",")
 	// As behind a load balancer's health check: the consumers start once
 	// every gateway serves its shards.
-	if err := kfakegroup.WaitFor(ctx, func() error {
-		for _, d := range ds {
-			if code := readyz(t, d); code != 200 {
-				return fmt.Errorf("%s: /readyz %d", d.bootstrap, code)
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitAllReady(ctx, t, ds)
 	direct := c.Client(t)
 	const group, topic, parts = "cluster-mixed", "cluster-mixed", 6
 	createTopicPlaced(ctx, t, direct, topic, parts)

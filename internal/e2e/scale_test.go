@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -78,30 +79,39 @@ func TestScale_HundredsOfGroupsAtOnceKeepTheirAssignor(t *testing.T) {
 }
 
 // adminGroups fetches /v1/groups.
-func adminGroups(ctx context.Context, t *testing.T, d *daemon) []struct {
-	Group    string `json:"group"`
-	State    string `json:"state"`
-	Assignor string `json:"assignor"`
-} {
+func adminGroups(ctx context.Context, t *testing.T, d *daemon) []adminGroupSummary {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.admin+"/v1/groups", nil)
+	groups, err := fetchAdminGroups(ctx, d)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return groups
+}
+
+// adminGroupSummary is one group of /v1/groups.
+type adminGroupSummary struct {
+	Group      string `json:"group"`
+	State      string `json:"state"`
+	Generation int32  `json:"generation"`
+	Assignor   string `json:"assignor"`
+}
+
+// fetchAdminGroups fetches d's /v1/groups.
+func fetchAdminGroups(ctx context.Context, d *daemon) ([]adminGroupSummary, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+d.admin+"/v1/groups", nil)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
-	var out []struct {
-		Group    string `json:"group"`
-		State    string `json:"state"`
-		Assignor string `json:"assignor"`
-	}
+	var out []adminGroupSummary
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("/v1/groups of %s: %w", d.admin, err)
 	}
-	return out
+	return out, nil
 }
 
 // metricSum adds up every series of a metric on a metrics page: 0 when it

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -48,6 +49,9 @@ type GroupRule struct {
 	// Assignor, when set, serves the groups with this plugin whatever
 	// their members offer.
 	Assignor string
+	// InitialRebalanceDelay is the rule's initial_rebalance_delay; empty
+	// for none ("0s"), so that tests' groups form at once.
+	InitialRebalanceDelay string
 }
 
 // String is the configuration file's text.
@@ -99,7 +103,7 @@ func (c GatewayConfig) String() string {
 		if g.Assignor != "" {
 			fmt.Fprintf(&b, "assignor = %q\n", g.Assignor)
 		}
-		b.WriteString("initial_rebalance_delay = \"0s\"\nmin_session_timeout = \"1s\"\n")
+		fmt.Fprintf(&b, "initial_rebalance_delay = %q\nmin_session_timeout = \"1s\"\n", cmp.Or(g.InitialRebalanceDelay, "0s"))
 	}
 	if c.Extra != "" {
 		b.WriteString("\n")
