@@ -150,8 +150,11 @@ func startFailoverRig(ctx context.Context, t *testing.T, spec rigSpec) *failover
 	f.rig = kfakegroup.NewRig(seeds, f.group, []string{f.topic}, slog.New(slog.NewTextHandler(clientLog, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() {
 		f.rig.Close(context.Background())
+		// Under WASMASSIGN_E2E_DEBUG the consumers' log is kept whatever
+		// the outcome: a partition given up is logged, not failed.
+		kept := keepLog(t, "consumers", clientLog.String())
 		if t.Failed() {
-			t.Logf("consumers' log:\n%s", tail(clientLog.String(), 80))
+			t.Logf("consumers' log%s:\n%s", keptNote(kept), tail(clientLog.String(), 80))
 		}
 	})
 	opts := kfakegroup.ConsumerOptions{
