@@ -54,7 +54,9 @@ func TestCluster_AKilledGatewaysHundredsOfGroupsAreTakenOverMidRebalance(t *test
 	// Kill the victim once it holds a hundred of the groups mid-rebalance.
 	const enough = 100
 	var pending []string
-	for tick := time.NewTicker(50 * time.Millisecond); len(pending) < enough; {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for len(pending) < enough {
 		select {
 		case o := <-done:
 			t.Fatalf("the load ended before the victim held %d groups mid-rebalance (%d): %v, %+v", enough, len(pending), o.err, o.res)

@@ -107,25 +107,40 @@ func (c *apiVersionsCache) learn(node int32, version int16, table *apiTable, r *
 	c.answers[avKey{node, version}] = avAnswer{table: table, body: body, raw: bytes.Clone(raw)}
 }
 
-// answerableLocally reports whether an ApiVersions request body at version,
-// on a connection to the upstream node upstream of the cluster clusterID
-// ("" when not known yet), would get the broker's ordinary answer: from v3
-// the broker checks the client's software name and version, and from v5
-// that it is the cluster and the node the client names, if it names one
-// (the connection may be misrouted; see retargetApiVersions).
-func answerableLocally(version int16, body []byte, upstream int32, clusterID string) bool {
+// answerableLocally reports whether an ApiVersions request at version, on a
+// connection to the upstream node upstream of the cluster clusterID (""
+// when not known yet), would get the broker's ordinary answer: from v3 the
+// broker checks the client's software name and version, and from v5 that
+// it is the cluster and the node the client names, if it names one (the
+// connection may be misrouted; see retargetApiVersions). req is the
+// request as decodeApiVersions read it: nil from v3 is a request the
+// broker refuses.
+func answerableLocally(version int16, req *kmsg.ApiVersionsRequest, upstream int32, clusterID string) bool {
 	if version < 3 {
 		return true
 	}
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.SetVersion(version)
-	if err := req.ReadFrom(body); err != nil {
+	if req == nil {
 		return false
 	}
 	if req.ClusterID != nil && (*req.ClusterID != clusterID || req.NodeID != upstream) {
 		return false
 	}
 	return softwarePattern.MatchString(req.ClientSoftwareName) && softwarePattern.MatchString(req.ClientSoftwareVersion)
+}
+
+// decodeApiVersions reads an ApiVersions request body at version once for
+// everything the proxy checks in it; nil before v3, which carries nothing
+// it checks, and for a body that does not decode.
+func decodeApiVersions(version int16, body []byte) *kmsg.ApiVersionsRequest {
+	if version < 3 {
+		return nil
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(version)
+	if err := req.ReadFrom(body); err != nil {
+		return nil
+	}
+	return req
 }
 
 // From ApiVersions v5 a client that has learnt the cluster names, on each
@@ -143,18 +158,13 @@ func answerableLocally(version int16, body []byte, upstream int32, clusterID str
 // client means its cluster. Any other node named on the bootstrap listener
 // is a client that meant another address, and the broker's answer stands.
 
-// retargetApiVersions is a v5+ ApiVersions request frame fr (body at its
-// end) with the node it names replaced by the connection's upstream node
-// when it names a gateway of the cluster on the bootstrap listener; fr and
-// body themselves otherwise. A request that does not decode is left for
-// the broker to refuse.
-func (c *conn) retargetApiVersions(hdr frame.RequestHeader, fr, body []byte) ([]byte, []byte) {
-	if c.info.Node != NodeBootstrap {
-		return fr, body
-	}
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.SetVersion(hdr.Version)
-	if err := req.ReadFrom(body); err != nil || req.ClusterID == nil || !c.p.isPeerNode(req.NodeID) {
+// retargetApiVersions is the ApiVersions request frame fr (body at its end,
+// req decoded from it, nil when it did not decode) with the node it names
+// replaced by the connection's upstream node when it names a gateway of
+// the cluster on the bootstrap listener; fr and body themselves otherwise.
+// req is changed to match.
+func (c *conn) retargetApiVersions(hdr frame.RequestHeader, fr, body []byte, req *kmsg.ApiVersionsRequest) ([]byte, []byte) {
+	if req == nil || req.Version < 5 || c.info.Node != NodeBootstrap || req.ClusterID == nil || !c.p.isPeerNode(req.NodeID) {
 		return fr, body
 	}
 	req.NodeID = c.info.Upstream

@@ -113,11 +113,11 @@ func TestAnswerableLocallyFollowsKIP511SoftwarePattern(t *testing.T) {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = tc.version
 		req.ClientSoftwareName, req.ClientSoftwareVersion = tc.name, tc.swVersion
-		if got := answerableLocally(tc.version, req.AppendTo(nil), 0, ""); got != tc.want {
+		if got := answerableLocally(tc.version, decodeApiVersions(tc.version, req.AppendTo(nil)), 0, ""); got != tc.want {
 			t.Errorf("v%d name %q version %q: answerable locally %v, want %v", tc.version, tc.name, tc.swVersion, got, tc.want)
 		}
 	}
-	if answerableLocally(3, []byte{0xff}, 0, "") {
+	if answerableLocally(3, decodeApiVersions(3, []byte{0xff}), 0, "") {
 		t.Error("an undecodable v3 request was called answerable locally")
 	}
 }

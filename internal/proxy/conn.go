@@ -667,11 +667,13 @@ func (c *conn) handle(fr []byte) error {
 		return fmt.Errorf("%s v%d is outside the supported range v%d-v%d", kmsg.NameForKey(key), version, t.min[key], t.max[key])
 	}
 
-	if key == int16(kmsg.ApiVersions) && version >= 5 {
-		fr, body = c.retargetApiVersions(hdr, fr, body)
+	var avReq *kmsg.ApiVersionsRequest
+	if key == int16(kmsg.ApiVersions) {
+		avReq = decodeApiVersions(version, body)
+		fr, body = c.retargetApiVersions(hdr, fr, body, avReq)
 	}
 	if ic := c.p.opts.Interceptor; key == int16(kmsg.ApiVersions) && (ic == nil || !ic.Intercepts(int16(kmsg.ApiVersions))) {
-		if cached, ok := c.p.avs.get(c.info.Upstream, version, t); ok && answerableLocally(version, body, c.info.Upstream, st.clusterID) {
+		if cached, ok := c.p.avs.get(c.info.Upstream, version, t); ok && answerableLocally(version, avReq, c.info.Upstream, st.clusterID) {
 			return c.answerApiVersions(hdr.CorrelationID, version, fr, cached)
 		}
 	}

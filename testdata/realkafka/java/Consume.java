@@ -26,8 +26,8 @@
 //   topic/partition@offset                 for every record
 //   closing                                when it starts shutting down
 // It commits synchronously in onPartitionsRevoked and before closing (after
-// polling through a rebalance under way), and
-// never automatically, so every commit the test sees was made knowingly.
+// polling through a rebalance under way), and never automatically, so
+// every commit the test sees was made knowingly.
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
