@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/coordinator"
@@ -127,16 +128,27 @@ type ownedShard struct {
 	since      time.Time          // when it took its status
 	cancel     context.CancelFunc // ends the load and the writes
 	writer     *ShardWriter       // set once claimed
-	// saves waiting for the shard's writer, in order; wake tells the
-	// writer there are some.
-	saves []pendingSave
-	wake  chan struct{}
-	done  chan struct{} // closed when the shard's goroutine ends
+	// saves and commits waiting for the shard's writer, in order; wake
+	// tells the writer there are some.
+	saves   []pendingSave
+	commits []pendingCommit
+	wake    chan struct{}
+	done    chan struct{} // closed when the shard's goroutine ends
 }
 
 type pendingSave struct {
 	rec  Record
 	done func(error)
+}
+
+type pendingCommit struct {
+	req  *kmsg.OffsetCommitRequest
+	done chan commitResult // buffered: the writer never waits on it
+}
+
+type commitResult struct {
+	resp *kmsg.OffsetCommitResponse
+	err  error
 }
 
 // NewManager returns a Manager that has not joined yet: Run joins.
@@ -227,16 +239,58 @@ func PeerNode(id string) int32 {
 // state is nil) to its shard, in the shard's order, and calls done once
 // the write is committed, or failed.
 func (m *Manager) Save(group string, state *coordinator.GroupState, done func(error)) {
+	s, err := m.servingShard(group)
+	if err != nil {
+		done(err)
+		return
+	}
+	s.saves = append(s.saves, pendingSave{rec: Record{Kind: KindState, Group: group, State: state}, done: done})
+	m.mu.Unlock()
+	m.wakeWriter(s)
+}
+
+// Commit commits req's offsets (an OffsetCommit of a group this gateway
+// serves, as a group without members commits them) in the next
+// transaction of the group's shard, and answers as OffsetCommit would. A
+// commit that a gateway sends once another may have taken the group over
+// is refused by the upstream, however late it arrives: the next owner's
+// claim fenced the transactional id. It fails with ErrNotOwner when this
+// gateway does not serve the group, or was fenced meanwhile.
+func (m *Manager) Commit(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
+	if req.Version >= 10 {
+		// Topics by id alone; TxnOffsetCommit names them.
+		return coordinator.ErrorResponse(req, kerr.UnsupportedVersion.Code).(*kmsg.OffsetCommitResponse), nil
+	}
+	s, err := m.servingShard(req.Group)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan commitResult, 1)
+	s.commits = append(s.commits, pendingCommit{req: req, done: done})
+	m.mu.Unlock()
+	m.wakeWriter(s)
+	select {
+	case r := <-done:
+		return r.resp, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("committing the offsets of group %s: %w", req.Group, ctx.Err())
+	}
+}
+
+// servingShard is group's shard, with m.mu held, if this gateway serves it
+// now; otherwise ErrNotOwner, with m.mu released.
+func (m *Manager) servingShard(group string) (*ownedShard, error) {
 	shard := ShardOf(group, m.cfg.Shards)
 	m.mu.Lock()
 	s := m.shards[shard]
 	if s == nil || s.status != ShardServing || m.clock() >= m.leaseUntil {
 		m.mu.Unlock()
-		done(fmt.Errorf("group %s, shard %d: %w", group, shard, ErrNotOwner))
-		return
+		return nil, fmt.Errorf("group %s, shard %d: %w", group, shard, ErrNotOwner)
 	}
-	s.saves = append(s.saves, pendingSave{rec: Record{Kind: KindState, Group: group, State: state}, done: done})
-	m.mu.Unlock()
+	return s, nil
+}
+
+func (m *Manager) wakeWriter(s *ownedShard) {
 	select {
 	case s.wake <- struct{}{}:
 	default: // the writer has been told already
@@ -541,9 +595,9 @@ func (m *Manager) load(ctx context.Context, s *ownedShard) (Shard, error) {
 	return LoadShard(s.shard, m.cfg.Shards, records[:len(records)-1])
 }
 
-// write commits the shard's saves, each batch that gathered while the last
-// was written in one transaction, until ctx ends or a later owner fences
-// the writer.
+// write commits the shard's saves and offset commits, each batch that
+// gathered while the last was written in one transaction, until ctx ends
+// or a later owner fences the writer.
 func (m *Manager) write(ctx context.Context, s *ownedShard) {
 	for {
 		select {
@@ -552,40 +606,65 @@ func (m *Manager) write(ctx context.Context, s *ownedShard) {
 		case <-s.wake:
 		}
 		m.mu.Lock()
-		batch := s.saves
-		s.saves = nil
+		saves, commits := s.saves, s.commits
+		s.saves, s.commits = nil, nil
 		until := m.leaseUntil
 		m.mu.Unlock()
-		if len(batch) == 0 {
+		if len(saves) == 0 && len(commits) == 0 {
 			continue
 		}
-		recs := make([]Record, len(batch))
-		for i, p := range batch {
+		recs := make([]Record, len(saves))
+		for i, p := range saves {
 			recs[i] = p.rec
 		}
+		reqs := make([]*kmsg.OffsetCommitRequest, len(commits))
+		for i, c := range commits {
+			reqs[i] = c.req
+		}
 		// A write that would land after the lease could land after a
-		// takeover: the deadline keeps it from being sent that late.
+		// takeover: the deadline keeps it from being sent that late (and
+		// the next owner's claim fences it if it is in flight then).
 		wctx, cancel := context.WithTimeout(ctx, until-m.clock())
-		err := s.writer.Write(wctx, recs)
+		resps, err := s.writer.WriteWithOffsets(wctx, recs, reqs)
 		cancel()
-		for _, p := range batch {
+		for _, p := range saves {
 			p.done(err)
+		}
+		for i, c := range commits {
+			r := commitResult{err: err}
+			switch {
+			case errors.Is(err, ErrFencedWrite):
+				r.err = fmt.Errorf("group %s, shard %d: %w", c.req.Group, s.shard, ErrNotOwner)
+			case err != nil:
+				// The transaction was not committed: nor is any offset.
+				r = commitResult{resp: coordinator.ErrorResponse(c.req, kerr.CoordinatorNotAvailable.Code).(*kmsg.OffsetCommitResponse)}
+			default:
+				r.resp = resps[i]
+			}
+			c.done <- r
 		}
 		if errors.Is(err, ErrFencedWrite) {
 			m.log.Error("a later owner claimed the shard: no longer serving it", "shard", s.shard, "err", err)
 			go m.giveUp([]int{s.shard}, "fenced")
 			return
 		}
+		if err != nil {
+			m.log.Warn("writing to the state topic failed", "shard", s.shard, "states", len(saves), "commits", len(commits), "err", err)
+		}
 	}
 }
 
-// failSaves answers the saves left when the shard's goroutine ends.
+// failSaves answers the saves and commits left when the shard's goroutine
+// ends.
 func (m *Manager) failSaves(s *ownedShard) {
 	m.mu.Lock()
-	left := s.saves
-	s.saves = nil
+	left, commits := s.saves, s.commits
+	s.saves, s.commits = nil, nil
 	m.mu.Unlock()
 	for _, p := range left {
 		p.done(fmt.Errorf("group %s, shard %d: %w", p.rec.Group, s.shard, ErrNotOwner))
+	}
+	for _, c := range commits {
+		c.done <- commitResult{err: fmt.Errorf("group %s, shard %d: %w", c.req.Group, s.shard, ErrNotOwner)}
 	}
 }

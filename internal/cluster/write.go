@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // ErrFencedWrite is the error of a write to a shard that a later owner has
@@ -15,12 +18,15 @@ import (
 // must stop answering for the shard's groups.
 var ErrFencedWrite = errors.New("a later owner claimed the shard")
 
-// ShardWriter writes one shard's records as its owner, each batch in a
-// transaction of the shard's own transactional id (TransactionalID), so
-// that the next owner's first write fences every write of this one: a
-// zombie's state can never land after a takeover.
+// ShardWriter writes one shard's records, and commits its groups' offsets,
+// as its owner, each batch in a transaction of the shard's own
+// transactional id (TransactionalID), so that the next owner's claim
+// fences every write and every commit of this one (KIP-98's producer
+// epoch, which KIP-447 extends to offset commits): a zombie's state or
+// commit can never land after a takeover.
 type ShardWriter struct {
 	cl     *kgo.Client
+	name   string // the cluster's
 	topic  string
 	shard  int32
 	writer Writer
@@ -40,11 +46,12 @@ func OpenShard(ctx context.Context, opts []kgo.Opt, name, topic string, shard in
 		kgo.TransactionalID(TransactionalID(name, shard)),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.DefaultProduceTopic(topic),
+		kgo.MaxVersions(writerVersions()),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("state topic %q, shard %d: %w", topic, shard, err)
 	}
-	w := &ShardWriter{cl: cl, topic: topic, shard: shard, writer: writer}
+	w := &ShardWriter{cl: cl, name: name, topic: topic, shard: shard, writer: writer}
 	if err := w.Write(ctx, []Record{{Kind: KindClaim, Writer: writer}}); err != nil {
 		cl.Close()
 		return nil, err
@@ -57,25 +64,192 @@ func OpenShard(ctx context.Context, opts []kgo.Opt, name, topic string, shard in
 // owner has claimed the shard; nothing of recs is then visible to a
 // read_committed reader.
 func (w *ShardWriter) Write(ctx context.Context, recs []Record) error {
+	_, err := w.WriteWithOffsets(ctx, recs, nil)
+	return err
+}
+
+// WriteWithOffsets commits recs and the offsets of commits (OffsetCommit
+// requests of the shard's groups, as a group without members commits
+// them) in one transaction, and answers each commit as OffsetCommit
+// would. Offsets committed so become visible once the transaction is
+// (KIP-447: an OffsetFetch that requires stable offsets waits for them).
+// It fails with ErrFencedWrite once a later owner has claimed the shard:
+// then neither the records nor the offsets land.
+func (w *ShardWriter) WriteWithOffsets(ctx context.Context, recs []Record, commits []*kmsg.OffsetCommitRequest) ([]*kmsg.OffsetCommitResponse, error) {
 	krs := make([]*kgo.Record, 0, len(recs))
 	for _, r := range recs {
 		r.Writer = w.writer
 		k, v, err := Encode(r)
 		if err != nil {
-			return fmt.Errorf("state topic %q, shard %d: %w", w.topic, w.shard, err)
+			return nil, fmt.Errorf("state topic %q, shard %d: %w", w.topic, w.shard, err)
 		}
 		krs = append(krs, &kgo.Record{Partition: w.shard, Key: k, Value: v})
 	}
-	if err := w.cl.BeginTransaction(); err != nil {
-		return w.failed(ctx, err)
+	// kgo ends only a transaction that produced: one that only commits
+	// offsets is ended here.
+	produced := len(krs) > 0
+	if produced {
+		if err := w.cl.BeginTransaction(); err != nil {
+			return nil, w.failed(ctx, err)
+		}
+		if err := w.cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+			return nil, w.failed(ctx, err)
+		}
 	}
-	if err := w.cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
-		return w.failed(ctx, err)
+	var resps []*kmsg.OffsetCommitResponse
+	if len(commits) > 0 {
+		id, epoch, err := w.cl.ProducerID(ctx)
+		if err == nil {
+			resps, err = w.commitOffsets(ctx, id, epoch, commits)
+		}
+		if err == nil && !produced {
+			err = w.endTxn(ctx, id, epoch, true)
+		}
+		if err != nil {
+			if !produced {
+				_ = w.endTxn(ctx, id, epoch, false)
+			}
+			return nil, w.failed(ctx, err)
+		}
 	}
-	if err := w.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return w.failed(ctx, err)
+	if produced {
+		if err := w.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return nil, w.failed(ctx, err)
+		}
 	}
-	return nil
+	return resps, nil
+}
+
+// writerVersions caps the writer's requests below KIP-890's second part,
+// under which every EndTxn moves the producer epoch: the offsets are
+// committed with the writer's producer id and epoch outside kgo's own
+// transaction calls, which must not move under them. Brokers of 4.x still
+// serve these versions.
+func writerVersions() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+	v.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+	v.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 4)
+	return v
+}
+
+// commitOffsets adds each commit's group to the transaction and commits
+// its offsets in it.
+func (w *ShardWriter) commitOffsets(ctx context.Context, id int64, epoch int16, commits []*kmsg.OffsetCommitRequest) ([]*kmsg.OffsetCommitResponse, error) {
+	added := map[string]bool{}
+	resps := make([]*kmsg.OffsetCommitResponse, len(commits))
+	for i, c := range commits {
+		if !added[c.Group] {
+			err := w.retryTxn(ctx, func() (int16, error) {
+				req := kmsg.NewPtrAddOffsetsToTxnRequest()
+				req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = w.txnID(), id, epoch, c.Group
+				resp, err := req.RequestWith(ctx, w.cl)
+				if err != nil {
+					return 0, err
+				}
+				return resp.ErrorCode, nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("adding the offsets of group %s to the transaction: %w", c.Group, err)
+			}
+			added[c.Group] = true
+		}
+		req := txnOffsetCommitOf(c, w.txnID(), id, epoch)
+		resp, err := req.RequestWith(ctx, w.cl)
+		if err != nil {
+			return nil, fmt.Errorf("committing the offsets of group %s: %w", c.Group, err)
+		}
+		out := offsetCommitResponseOf(c, resp)
+		if code := fencedCode(resp); code != 0 {
+			return nil, kerr.ErrorForCode(code)
+		}
+		resps[i] = out
+	}
+	return resps, nil
+}
+
+// endTxn ends a transaction that produced nothing.
+func (w *ShardWriter) endTxn(ctx context.Context, id int64, epoch int16, commit bool) error {
+	return w.retryTxn(ctx, func() (int16, error) {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = w.txnID(), id, epoch, commit
+		resp, err := req.RequestWith(ctx, w.cl)
+		if err != nil {
+			return 0, err
+		}
+		return resp.ErrorCode, nil
+	})
+}
+
+// retryTxn sends a transaction coordinator's request until it is answered
+// with no retriable error: CONCURRENT_TRANSACTIONS says the last
+// transaction's markers are still being written.
+func (w *ShardWriter) retryTxn(ctx context.Context, send func() (int16, error)) error {
+	for backoff := 5 * time.Millisecond; ; backoff = min(2*backoff, 200*time.Millisecond) {
+		code, err := send()
+		if err == nil {
+			err = kerr.ErrorForCode(code)
+		}
+		if err == nil || !kerr.IsRetriable(err) && !errors.Is(err, kerr.ConcurrentTransactions) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func (w *ShardWriter) txnID() string { return TransactionalID(w.name, w.shard) }
+
+// txnOffsetCommitOf is c committed in the transaction of id and epoch.
+func txnOffsetCommitOf(c *kmsg.OffsetCommitRequest, txnID string, id int64, epoch int16) *kmsg.TxnOffsetCommitRequest {
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = txnID, c.Group, id, epoch
+	req.Generation, req.MemberID = -1, ""
+	for _, t := range c.Topics {
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
+}
+
+// offsetCommitResponseOf is resp as the answer to c, in c's version.
+func offsetCommitResponseOf(c *kmsg.OffsetCommitRequest, resp *kmsg.TxnOffsetCommitResponse) *kmsg.OffsetCommitResponse {
+	out := kmsg.NewPtrOffsetCommitResponse()
+	out.SetVersion(c.GetVersion())
+	out.ThrottleMillis = resp.ThrottleMillis
+	for _, t := range resp.Topics {
+		ot := kmsg.NewOffsetCommitResponseTopic()
+		ot.Topic = t.Topic
+		for _, p := range t.Partitions {
+			op := kmsg.NewOffsetCommitResponseTopicPartition()
+			op.Partition, op.ErrorCode = p.Partition, p.ErrorCode
+			ot.Partitions = append(ot.Partitions, op)
+		}
+		out.Topics = append(out.Topics, ot)
+	}
+	return out
+}
+
+// fencedCode is the first error of resp that says a later producer of the
+// transactional id exists, or 0.
+func fencedCode(resp *kmsg.TxnOffsetCommitResponse) int16 {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil && isFenced(err) {
+				return p.ErrorCode
+			}
+		}
+	}
+	return 0
 }
 
 // failed aborts what is left of the transaction and names the cause.

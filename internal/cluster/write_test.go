@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestOpenShard_TheNextOwnersClaimFencesThePreviousOwner: A claims a shard
@@ -51,5 +55,98 @@ func TestOpenShard_TheNextOwnersClaimFencesThePreviousOwner(t *testing.T) {
 	}
 	if sh, err = LoadShard(0, 2, recs); err != nil || sh.States["g2"].Generation != 2 || !sh.Clean {
 		t.Fatalf("after B's release: %+v (%v)", sh, err)
+	}
+}
+
+// TestShardWriter_OffsetsCommitInTheShardsTransactionsAndAFencedOwnersNever:
+// an owner's commits land, alone in a transaction or with states; once a
+// later owner has claimed the shard, the replaced owner's commit is
+// refused by the upstream and the group's offset stays where it was, as a
+// commit still in flight at a takeover must.
+func TestShardWriter_OffsetsCommitInTheShardsTransactionsAndAFencedOwnersNever(t *testing.T) {
+	ctx, opts := kfakeStateTopic(t)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	committed := func() int64 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(7)
+		req.Group, req.RequireStable = "g2", true
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("OffsetFetch: %v, code %d", err, resp.ErrorCode)
+		}
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				if rt.Topic == testTopic && p.Partition == 1 {
+					return p.Offset
+				}
+			}
+		}
+		return -1
+	}
+	commit := func(w *ShardWriter, offset int64, recs []Record) error {
+		t.Helper()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(8)
+		req.Group, req.Generation = "g2", -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = testTopic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = 1, offset, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resps, err := w.WriteWithOffsets(ctx, recs, []*kmsg.OffsetCommitRequest{req})
+		if err != nil {
+			return err
+		}
+		if len(resps) != 1 || resps[0].GetVersion() != 8 || len(resps[0].Topics) != 1 || len(resps[0].Topics[0].Partitions) != 1 {
+			t.Fatalf("commit of %d answered %+v", offset, resps)
+		}
+		if code := resps[0].Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("commit of %d: %v", offset, kerr.ErrorForCode(code))
+		}
+		return nil
+	}
+	a, b := Writer{ID: "gw-a", Incarnation: 1}, Writer{ID: "gw-b", Incarnation: 1}
+	wa, err := OpenShard(ctx, opts, "t", testTopic, 0, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wa.Close()
+	if err := commit(wa, 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(); got != 5 {
+		t.Fatalf("after a commit alone in its transaction: offset %d, want 5", got)
+	}
+	if err := commit(wa, 7, []Record{{Kind: KindState, Group: "g2", State: stateOf("g2", 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(); got != 7 {
+		t.Fatalf("after a commit with a state: offset %d, want 7", got)
+	}
+	wb, err := OpenShard(ctx, opts, "t", testTopic, 0, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wb.Close()
+	if err := commit(wa, 99, nil); !errors.Is(err, ErrFencedWrite) {
+		t.Fatalf("the replaced owner's commit alone: %v, want ErrFencedWrite", err)
+	}
+	if err := commit(wa, 98, []Record{{Kind: KindState, Group: "g2", State: stateOf("g2", 9)}}); !errors.Is(err, ErrFencedWrite) {
+		t.Fatalf("the replaced owner's commit with a state: %v, want ErrFencedWrite", err)
+	}
+	if got := committed(); got != 7 {
+		t.Fatalf("after the replaced owner's commits: offset %d, want 7", got)
+	}
+	if err := commit(wb, 8, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(); got != 8 {
+		t.Fatalf("after the new owner's commit: offset %d, want 8", got)
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -164,7 +165,9 @@ func peerOf(o cluster.Owner) (proxy.Peer, bool) {
 // gateway that lost a group (paused past its lease, or cut off from the
 // upstream) must not commit for it after another gateway took it over.
 // Everything it forwards, the offset keeper's re-commits included, goes
-// through it.
+// through it. Offset commits go in the group's shard's transactions
+// (cluster.Manager.Commit), which the next owner's claim fences, so that
+// not even a commit still in flight when the lease ran out can land.
 type ownedForwarder struct {
 	next driver.Forwarder
 	m    *cluster.Manager
@@ -172,6 +175,13 @@ type ownedForwarder struct {
 
 // Forward implements driver.Forwarder.
 func (f ownedForwarder) Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if commit, ok := req.(*kmsg.OffsetCommitRequest); ok {
+		resp, err := f.m.Commit(ctx, commit)
+		if errors.Is(err, cluster.ErrNotOwner) {
+			return coordinator.ErrorResponse(req, kerr.NotCoordinator.Code), nil
+		}
+		return resp, err
+	}
 	var until time.Duration // the shortest lease left of the request's groups
 	for i, g := range coordinator.GroupsOf(req) {
 		left, ok := f.m.ServingFor(g)
@@ -191,6 +201,17 @@ func (f ownedForwarder) Forward(ctx context.Context, req kmsg.Request) (kmsg.Res
 		defer cancel()
 	}
 	return f.next.Forward(ctx, req)
+}
+
+// clusterMaxVersion is coordinator.MaxVersion for a gateway of a
+// cluster: OffsetCommit stops below v10, which names topics by id alone,
+// because the commits go upstream as TxnOffsetCommit, which names them.
+func clusterMaxVersion(key int16) (int16, bool) {
+	v, ok := coordinator.MaxVersion(key)
+	if key == int16(kmsg.OffsetCommit) {
+		v = min(v, 9)
+	}
+	return v, ok
 }
 
 // publishBrokers opens this gateway's listeners for the upstream's

@@ -286,6 +286,9 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	// Offer clients no version of a group API that the coordinator would
 	// refuse for a managed group.
 	popts.MaxVersions = coordinator.MaxVersion
+	if d.view != nil {
+		popts.MaxVersions = clusterMaxVersion
+	}
 	// Clients that send their rack only in Fetch requests (KIP-392) learn
 	// it after their first assignment: a new rack rebalances the member's
 	// group now, not at the next metadata refresh.

@@ -144,6 +144,11 @@ func (k *offsetKeeper) refresh(ctx context.Context, group string, g *keptGroup) 
 	fetch := kmsg.NewPtrOffsetFetchRequest()
 	fetch.SetVersion(7) // one group; the upstream client keeps this version
 	fetch.Group = group // no topics: all of them
+	// An offset still pending in a transaction (a cluster's commits, or a
+	// client's TxnOffsetCommit) must not be read as the one before it and
+	// committed again over it: those partitions are answered
+	// UNSTABLE_OFFSET_COMMIT (KIP-447) and left out.
+	fetch.RequireStable = true
 	raw, err := k.up.Forward(ctx, fetch)
 	fetched, ok := raw.(*kmsg.OffsetFetchResponse)
 	switch {

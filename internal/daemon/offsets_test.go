@@ -9,9 +9,13 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/wasmassign/wasmassign/coordinator"
 	"github.com/wasmassign/wasmassign/internal/driver"
+	"github.com/wasmassign/wasmassign/internal/upstream"
 )
 
 // storedOffset is what fakeUpstream holds of one partition of topic "t".
@@ -363,4 +367,94 @@ func TestOffsetKeeper_AFailedReadCommitsNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// forwardFunc is a driver.Forwarder of a function.
+type forwardFunc func(context.Context, kmsg.Request) (kmsg.Response, error)
+
+func (f forwardFunc) Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return f(ctx, req)
+}
+
+// TestOffsetKeeper_AnOffsetPendingInATransactionIsNotCommittedAgainOverIt:
+// a kfake upstream holds offset 5 of a group and a transaction commits 10
+// for it (a cluster's commit, or a client's TxnOffsetCommit), committed
+// between the keeper's read and its re-commit. The keeper must not read
+// the 5 and put it back over the 10.
+func TestOffsetKeeper_AnOffsetPendingInATransactionIsNotCommittedAgainOverIt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// Below TxnOffsetCommit v6 (topics by id) and KIP-890's second part
+	// (an epoch that moves at every EndTxn).
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 4)
+	versions.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+	versions.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+	txn, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("keeper-test"), kgo.MaxVersions(versions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	up := upstream.New(cl, 0)
+
+	if resp, err := up.Forward(ctx, recommitOf("g", fetchedOffset(5))); err != nil || resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("committing 5: %+v, %v", resp, err)
+	}
+	id, epoch, err := txn.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "keeper-test", id, epoch, "g"
+	if resp, err := add.RequestWith(ctx, txn); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %+v, %v", resp, err)
+	}
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = "keeper-test", "g", id, epoch, -1
+	tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 10, LeaderEpoch: -1}}}}
+	if resp, err := tc.RequestWith(ctx, txn); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("TxnOffsetCommit: %+v, %v", resp, err)
+	}
+
+	// The transaction commits right after the keeper's read is answered.
+	keeper := newOffsetKeeper(forwardFunc(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+		resp, err := up.Forward(ctx, req)
+		if _, ok := req.(*kmsg.OffsetFetchRequest); ok {
+			end := kmsg.NewPtrEndTxnRequest()
+			end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "keeper-test", id, epoch, true
+			if eresp, err := end.RequestWith(ctx, txn); err != nil || eresp.ErrorCode != 0 {
+				t.Errorf("EndTxn: %+v, %v", eresp, err)
+			}
+		}
+		return resp, err
+	}), time.Hour, slog.New(slog.DiscardHandler))
+	keeper.refresh(ctx, "g", keeper.group("g"))
+
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.SetVersion(7)
+	fetch.Group, fetch.RequireStable = "g", true
+	resp, err := up.Forward(ctx, fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0].Offset; got != 10 {
+		t.Fatalf("the group's offset after the keeper's pass: %d, want the transaction's 10", got)
+	}
+}
+
+// fetchedOffset is an OffsetFetch answer of offset for partition 0 of "t".
+func fetchedOffset(offset int64) *kmsg.OffsetFetchResponse {
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	resp.Topics = []kmsg.OffsetFetchResponseTopic{{Topic: "t", Partitions: []kmsg.OffsetFetchResponseTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
+	return resp
 }

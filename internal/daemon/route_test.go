@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/wasmassign/wasmassign/coordinator"
 	"github.com/wasmassign/wasmassign/internal/cluster"
 )
 
@@ -57,5 +59,21 @@ func TestRouteNode_SpreadsTheUpstreamsNodesOverTheGatewaysThatListen(t *testing.
 	}
 	if _, ok := routeNode(layout, "gw-a", false, -1); ok {
 		t.Error("a negative node id routed")
+	}
+}
+
+// TestClusterMaxVersion_OffsetCommitStopsBelowTopicIDs: a cluster's
+// commits go upstream as TxnOffsetCommit, which names topics, so clients
+// are offered no OffsetCommit that names them by id alone; every other
+// version is the coordinator's.
+func TestClusterMaxVersion_OffsetCommitStopsBelowTopicIDs(t *testing.T) {
+	for key := int16(0); key < 100; key++ {
+		want, wantOK := coordinator.MaxVersion(key)
+		if key == int16(kmsg.OffsetCommit) {
+			want = 9
+		}
+		if got, ok := clusterMaxVersion(key); got != want || ok != wantOK {
+			t.Errorf("%s: %d, %v; want %d, %v", kmsg.NameForKey(key), got, ok, want, wantOK)
+		}
 	}
 }

@@ -706,6 +706,13 @@ func (g *Gateway) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest)
 			return proxy.Decision{Respond: refused}, nil
 		}
 	}
+	if req.Version >= 7 {
+		// A cluster commits a managed group's offsets in transactions,
+		// visible a moment after the commit is answered: the client
+		// waits for them (UNSTABLE_OFFSET_COMMIT, KIP-447) rather than
+		// reading the offsets before them.
+		req.RequireStable = true
+	}
 	resp, err := g.opt.Upstream.Forward(ctx, req)
 	if err != nil {
 		return proxy.Decision{}, fmt.Errorf("OffsetFetch of %v: %w", groups, err)

@@ -677,3 +677,50 @@ func TestIntercept_InAClusterEachManagedGroupIsListedAndDeletedOnlyAtItsOwner(t 
 		t.Errorf("DeleteGroups of a group served elsewhere alone: %+v", r)
 	}
 }
+
+// recordingForwarder answers every request with an empty response and
+// keeps what it was sent.
+type recordingForwarder struct {
+	mu   sync.Mutex
+	sent []kmsg.Request
+}
+
+func (f *recordingForwarder) Forward(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, req)
+	return req.ResponseKind(), nil
+}
+
+// TestIntercept_InAClusterOffsetFetchAsksForStableOffsets: a cluster
+// commits offsets in transactions, visible a moment after the commit is
+// answered, so the owner's OffsetFetch upstream asks for stable offsets
+// (from v7, where the field exists) instead of reading the older ones.
+func TestIntercept_InAClusterOffsetFetchAsksForStableOffsets(t *testing.T) {
+	up := &recordingForwarder{}
+	g := New(Options{
+		Manages: func(id string) bool { return strings.HasPrefix(id, "m") }, Driver: &fakeDriver{},
+		Coordinators: &fakeUpstream{}, Ownership: fixedOwners{}, Upstream: up,
+	})
+	for _, tt := range []struct {
+		version int16
+		stable  bool
+	}{{6, false}, {7, true}, {9, true}} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = tt.version
+		if tt.version >= 8 {
+			req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "m1"}}
+		} else {
+			req.Group = "m1"
+		}
+		if _, err := g.Intercept(context.Background(), request(1, req)); err != nil {
+			t.Fatal(err)
+		}
+		up.mu.Lock()
+		sent := up.sent[len(up.sent)-1].(*kmsg.OffsetFetchRequest)
+		up.mu.Unlock()
+		if sent.RequireStable != tt.stable {
+			t.Errorf("OffsetFetch v%d upstream: RequireStable %v, want %v", tt.version, sent.RequireStable, tt.stable)
+		}
+	}
+}
