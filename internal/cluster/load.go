@@ -21,8 +21,11 @@ type Shard struct {
 	// States holds each group's latest state, without the groups whose
 	// latest record is a tombstone.
 	States map[string]coordinator.GroupState
-	// Clean is set when the shard's last control record is a release: its
-	// last owner stopped answering before it wrote it (Lease.ServableFrom).
+	// Clean is set when the shard's last control record is a release (its
+	// last owner stopped answering before it wrote it), or when it has
+	// none: no gateway ever claimed the shard, and none serves a shard
+	// before its claim is committed, so none can be answering for it
+	// (Lease.ServableFrom).
 	Clean bool
 	// Owner wrote the last control record (claim or release).
 	Owner Writer
@@ -37,7 +40,7 @@ type Shard struct {
 // shard: serving it would misread or misplace groups. Everything else that
 // is wrong is skipped and counted, and never stops the load.
 func LoadShard(shard, partitions int, records []RawRecord) (Shard, error) {
-	sh := Shard{States: map[string]coordinator.GroupState{}, Skipped: map[string]int{}}
+	sh := Shard{States: map[string]coordinator.GroupState{}, Skipped: map[string]int{}, Clean: true}
 	claimed := false
 	for _, raw := range records {
 		r, err := Decode(raw.Key, raw.Value)

@@ -43,7 +43,8 @@ func TestLoadShard(t *testing.T) {
 		skipped map[string]int
 		err     string
 	}{
-		{name: "empty"},
+		{name: "empty: no gateway ever claimed it", clean: true},
+		{name: "only the layout: no gateway ever claimed it", records: []RawRecord{layout(loadShards)}, clean: true},
 		{
 			name:    "the latest state of each group, a tombstone removing one",
 			records: []RawRecord{layout(loadShards), claim(a), stateRec(t, "g2", 1, a), stateRec(t, "g6", 1, a), stateRec(t, "g2", 2, a), tombstone("g6")},

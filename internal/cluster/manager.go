@@ -556,10 +556,10 @@ func (m *Manager) own(ctx context.Context, s *ownedShard) {
 	took := time.Since(started)
 	how := "failover"
 	switch {
-	case sh.Clean:
-		how = "handover"
 	case sh.Owner == Writer{}:
 		how = "first"
+	case sh.Clean:
+		how = "handover"
 	}
 	for _, h := range m.cfg.Hooks {
 		for reason, n := range sh.Skipped {

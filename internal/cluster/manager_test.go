@@ -127,6 +127,7 @@ func TestManager_GatewaysShareTheShardsAndHandThemOverCleanly(t *testing.T) {
 		}
 	}
 
+	started := time.Now()
 	a, heldA, doneA := newGateway("gw-a")
 	waitFor("the first gateway to serve every shard", func() bool {
 		for _, by := range servedBy(a) {
@@ -136,6 +137,9 @@ func TestManager_GatewaysShareTheShardsAndHandThemOverCleanly(t *testing.T) {
 		}
 		return true
 	})
+	if took := time.Since(started); took >= lease {
+		t.Errorf("the first gateway served shards no gateway had claimed %v after it started: it waited out a lease (%v) nobody held", took, lease)
+	}
 	saved := make(chan error, shards)
 	for i, g := range groups {
 		// As the driver does: the coordinator holds the group, and saves it.

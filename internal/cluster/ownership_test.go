@@ -59,6 +59,7 @@ type ownWorld struct {
 	reqs    map[coordinator.RequestID]*ownGateway
 	next    coordinator.RequestID
 	clean   [ownShards]bool // the shard's last control record is a release
+	claimed [ownShards]bool // a claim of the shard was ever written
 	started int
 	log     []string
 }
@@ -192,8 +193,9 @@ func (w *ownWorld) changes(g *ownGateway) {
 			delete(g.servable, s)
 		}
 		for _, s := range c.Assigned {
-			g.servable[s] = g.m.Lease().ServableFrom(c.ReceivedAt, w.clean[s])
-			w.clean[s] = false // it writes its claim
+			// A shard nobody ever claimed is clean (LoadShard).
+			g.servable[s] = g.m.Lease().ServableFrom(c.ReceivedAt, w.clean[s] || !w.claimed[s])
+			w.clean[s], w.claimed[s] = false, true // it writes its claim
 		}
 		if len(c.Assigned)+len(c.Revoked) > 0 {
 			w.logf("%s gen %d: +%v -%v (%s)", g.name, c.Generation, c.Assigned, c.Revoked, c.Reason)
