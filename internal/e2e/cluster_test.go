@@ -140,6 +140,9 @@ func startFailoverRig(ctx context.Context, t *testing.T, spec rigSpec) *failover
 	}
 	ds := clusterGateways(t, f.upstream, spec.gateways, spec.timing)
 	f.gateways = ds
+	// The first gateway serves the shards nobody claimed at once; the
+	// group is placed once every gateway has its share.
+	waitAllReady(ctx, t, ds)
 	var seeds []string
 	for _, d := range ds {
 		seeds = append(seeds, d.bootstrap)
