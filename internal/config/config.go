@@ -57,17 +57,22 @@ type Config struct {
 type Cluster struct {
 	// Name is the cluster's: gateways with the same name in front of the
 	// same upstream share its managed groups. Empty runs this gateway
-	// alone.
+	// alone; with an external upstream it is then a cluster of its own
+	// (Alone), so that its state is kept in the upstream all the same.
 	Name string
 	// ID is this gateway's stable identity in the cluster; it defaults to
-	// the advertised host and the listen port.
+	// the advertised host and the listen port. It is empty when that port
+	// is 0 and no id is set: the daemon completes it with the port it
+	// bound (Resolve).
 	ID string
 	// StateTopic is the compacted topic that holds the groups' state and
 	// whose partitions are the shards the gateways own; it defaults to
-	// wasmassign-<name>-state.
+	// wasmassign-<name>-state, and for a gateway alone to
+	// wasmassign-<AloneName(id)>-state.
 	StateTopic string
 	// Partitions is the state topic's partition count when the gateway
-	// creates it: how many shards the groups are spread over.
+	// creates it: how many shards the groups are spread over (by default
+	// 16, and 1 for a gateway alone).
 	Partitions int
 	// SessionTimeout, HeartbeatInterval and RebalanceTimeout are the
 	// gateways' own group's: a gateway that dies loses its shards a
@@ -619,21 +624,26 @@ func (c *Config) cluster(f *file, _ string) error {
 	cl := &c.Cluster
 	cl.Name, cl.ID = f.Cluster.Name, f.Cluster.ID
 	if cl.ID == "" {
-		_, port, _ := net.SplitHostPort(c.Server.Listen)
-		cl.ID = net.JoinHostPort(c.Server.AdvertisedHost, port)
+		if _, port, _ := net.SplitHostPort(c.Server.Listen); port != "0" {
+			cl.ID = net.JoinHostPort(c.Server.AdvertisedHost, port)
+		}
+	}
+	if len(cl.ID) > 200 {
+		return c.errorf("cluster.id", "%d characters: use at most 200 (it names the gateway's state topic when it runs alone)", len(cl.ID))
 	}
 	if !validClusterName(cl.Name) {
 		return c.errorf("cluster.name", "%q: use at most 200 of the letters, digits, '.', '_' and '-' (it names Kafka topics and groups)", cl.Name)
 	}
 	cl.StateTopic = f.Cluster.StateTopic
-	if cl.StateTopic == "" && cl.Name != "" {
-		cl.StateTopic = "wasmassign-" + cl.Name + "-state"
-	}
 	if !validClusterName(cl.StateTopic) {
 		return c.errorf("cluster.state_topic", "%q: use at most 200 of the letters, digits, '.', '_' and '-'", cl.StateTopic)
 	}
 	var err error
-	if cl.Partitions, err = c.intIn("cluster.partitions", f.Cluster.Partitions, 16, 1, 1000); err != nil {
+	partitions := 16
+	if cl.Name == "" {
+		partitions = 1 // one gateway: more shards would only cost
+	}
+	if cl.Partitions, err = c.intIn("cluster.partitions", f.Cluster.Partitions, partitions, 1, 1000); err != nil {
 		return err
 	}
 	for _, d := range []struct {
@@ -670,6 +680,47 @@ func (c *Config) cluster(f *file, _ string) error {
 		return c.errorf("cluster.name", "a cluster's gateways send clients to each other's listen address: set [server] listen to a fixed port, not %s", c.Server.Listen)
 	}
 	return nil
+}
+
+// Alone reports whether the gateway, with no [cluster] name, runs in a
+// cluster of its own: with an external upstream it keeps its groups' state
+// in a state topic there, through the same path as a cluster of several,
+// so that a restarted or replaced gateway finds it.
+func (c *Config) Alone() bool { return c.Cluster.Name == "" && !c.Upstream.IsEmbedded() }
+
+// InUpstream reports whether the gateway keeps its groups' state in the
+// upstream (a state topic) rather than in state_dir: whenever the upstream
+// is external.
+func (c *Config) InUpstream() bool { return !c.Upstream.IsEmbedded() }
+
+// AloneName is the cluster name of a gateway alone whose id is id: "solo."
+// and the id in the characters a topic name allows, so that gateways alone
+// with different ids never share a state topic.
+func AloneName(id string) string {
+	b := []byte(id)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-') {
+			b[i] = '_'
+		}
+	}
+	return "solo." + string(b)
+}
+
+// Resolve completes the cluster once the gateway's id is known: id fills
+// an empty ID (the advertised host and the port the gateway bound), a
+// gateway alone is named AloneName(ID), and the state topic defaults to
+// wasmassign-<name>-state.
+func (cl Cluster) Resolve(id string) Cluster {
+	if cl.ID == "" {
+		cl.ID = id
+	}
+	if cl.Name == "" {
+		cl.Name = AloneName(cl.ID)
+	}
+	if cl.StateTopic == "" {
+		cl.StateTopic = "wasmassign-" + cl.Name + "-state"
+	}
+	return cl
 }
 
 // validClusterName reports whether name may name the cluster's Kafka topic

@@ -135,6 +135,7 @@ func TestParse_BadInputNamesFileAndKey(t *testing.T) {
 		{"a lease of one heartbeat", "[cluster]\nheartbeat_interval = \"2s\"\nlease = \"3s\"", "cluster.lease", "three heartbeat intervals"},
 		{"a lease past the session", "[cluster]\nsession_timeout = \"6s\"\nlease = \"6s\"", "cluster.lease", "before the session timeout"},
 		{"a heartbeat too fast", "[cluster]\nheartbeat_interval = \"10ms\"", "cluster.heartbeat_interval", "minimum"},
+		{"an id no topic can carry", "[cluster]\nid = \"" + strings.Repeat("g", 201) + "\"", "cluster.id", "at most 200"},
 		{"no forward connections", "[upstream]\nforward_connections = 0", "upstream.forward_connections", "outside 1-64"},
 		{"too many forward connections", "[upstream]\nforward_connections = 65", "upstream.forward_connections", "outside 1-64"},
 		{"memory too big", "[plugins]\nmemory_limit_mb = 8192", "plugins.memory_limit_mb", "out of range"},
@@ -276,21 +277,69 @@ func TestGlobMatch_AgreesWithRegexpTranslation(t *testing.T) {
 
 // TestCluster_IDDefaultsToTheAdvertisedAddress: a gateway alone needs no
 // [cluster]; its id is the host clients reach it at and its listen port,
-// unless set.
+// unless set, and left for the daemon to complete when that port is 0. A
+// gateway alone has one shard by default, a named cluster sixteen.
 func TestCluster_IDDefaultsToTheAdvertisedAddress(t *testing.T) {
-	for _, tc := range []struct{ toml, want string }{
-		{"[server]\nlisten = \"0.0.0.0:19092\"\nadvertised_host = \"gw1.example\"", "gw1.example:19092"},
-		{"[cluster]\nid = \"gw-1\"", "gw-1"},
+	for _, tc := range []struct {
+		toml, want string
+		shards     int
+	}{
+		{"[server]\nlisten = \"0.0.0.0:19092\"\nadvertised_host = \"gw1.example\"", "gw1.example:19092", 1},
+		{"[cluster]\nid = \"gw-1\"", "gw-1", 1},
+		{"[server]\nlisten = \"127.0.0.1:0\"", "", 1},
+		{"[server]\nlisten = \"0.0.0.0:19092\"\nadvertised_host = \"gw1.example\"\n[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nname = \"prod\"", "gw1.example:19092", 16},
 	} {
 		c, err := Parse([]byte(tc.toml), "t.toml", "")
 		if err != nil {
 			t.Fatalf("%q: %v", tc.toml, err)
 		}
-		if c.Cluster.Name != "" || c.Cluster.ID != tc.want {
-			t.Errorf("%q: cluster %+v, want no name and id %q", tc.toml, c.Cluster, tc.want)
+		if c.Cluster.ID != tc.want {
+			t.Errorf("%q: cluster %+v, want id %q", tc.toml, c.Cluster, tc.want)
 		}
-		if cl := c.Cluster; cl.Partitions != 16 || cl.SessionTimeout != 10*time.Second || cl.HeartbeatInterval != time.Second || cl.Lease != 6*time.Second || cl.RebalanceTimeout != 10*time.Second {
+		if cl := c.Cluster; cl.Partitions != tc.shards || cl.SessionTimeout != 10*time.Second || cl.HeartbeatInterval != time.Second || cl.Lease != 6*time.Second || cl.RebalanceTimeout != 10*time.Second {
 			t.Errorf("%q: cluster defaults %+v", tc.toml, cl)
 		}
+	}
+}
+
+// TestCluster_AGatewayAloneWithAnExternalUpstreamKeepsItsStateThere: with
+// an external upstream a gateway alone is a cluster of its own, named
+// after its id in a topic's characters, so that two gateways alone never
+// share a state topic; with the embedded cluster it keeps state_dir.
+func TestCluster_AGatewayAloneWithAnExternalUpstreamKeepsItsStateThere(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml, id      string
+		alone, inUpstream   bool
+		wantName, wantTopic string
+	}{
+		{"embedded", "[server]\nlisten = \"0.0.0.0:19092\"", "", false, false, "", ""},
+		{"alone", "[server]\nlisten = \"0.0.0.0:19092\"\nadvertised_host = \"gw1.example\"\n[upstream]\nbrokers = [\"k:9092\"]", "",
+			true, true, "solo.gw1.example_19092", "wasmassign-solo.gw1.example_19092-state"},
+		{"alone on a port the system chose", "[server]\nlisten = \"[::1]:0\"\n[upstream]\nbrokers = [\"k:9092\"]", "[::1]:41234",
+			true, true, "solo.___1__41234", "wasmassign-solo.___1__41234-state"},
+		{"alone, its topic set", "[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nid = \"gw-1\"\nstate_topic = \"gw-state\"", "",
+			true, true, "solo.gw-1", "gw-state"},
+		{"named", "[server]\nlisten = \"0.0.0.0:19092\"\n[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nname = \"prod\"", "",
+			false, true, "prod", "wasmassign-prod-state"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.toml), "t.toml", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Alone() != tc.alone || c.InUpstream() != tc.inUpstream {
+				t.Fatalf("alone %v, state in the upstream %v; want %v, %v", c.Alone(), c.InUpstream(), tc.alone, tc.inUpstream)
+			}
+			if !tc.inUpstream {
+				return
+			}
+			cl := c.Cluster.Resolve(tc.id)
+			if cl.Name != tc.wantName || cl.StateTopic != tc.wantTopic || cl.ID == "" {
+				t.Errorf("resolved %+v, want name %q and topic %q", cl, tc.wantName, tc.wantTopic)
+			}
+			if !validClusterName(cl.Name) || !validClusterName(cl.StateTopic) {
+				t.Errorf("%q or %q is no topic name", cl.Name, cl.StateTopic)
+			}
+		})
 	}
 }

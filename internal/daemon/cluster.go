@@ -35,6 +35,10 @@ func (g clusterGroups) Groups() []string                           { return g.d.
 // own (proxy.Options.Peers).
 type clusterView struct {
 	m *cluster.Manager
+	// alone is set for a gateway in a cluster of its own: it is no node
+	// of its own, and clients find its groups at their upstream
+	// coordinators' listeners, as they would without a cluster.
+	alone bool
 	// leaving is set once this gateway hands its groups over at shutdown:
 	// clients are routed to the others only.
 	leaving atomic.Bool
@@ -69,6 +73,9 @@ func (v *clusterView) peer(o cluster.Owner) (proxy.Peer, bool) {
 func (v *clusterView) OwnerOf(group string) gateway.Owner {
 	own, o := v.m.Owner(group)
 	out := gateway.Owner{State: ownerState(own), Node: -1}
+	if v.alone {
+		return out
+	}
 	if p, ok := v.peer(o); ok {
 		out.Node, out.Host, out.Port = p.Node, p.Host, p.Port
 	}
@@ -95,6 +102,9 @@ func ownerState(own cluster.Ownership) gateway.OwnerState {
 // Peers lists every gateway of the latest layout, but this one while it
 // leaves.
 func (v *clusterView) Peers() []proxy.Peer {
+	if v.alone {
+		return nil
+	}
 	var out []proxy.Peer
 	leaving := v.leaving.Load()
 	for _, o := range v.m.Layout() {
@@ -114,6 +124,9 @@ func (v *clusterView) Peers() []proxy.Peer {
 // gateway gives the same answer for one layout, and a client's
 // connections span the cluster.
 func (v *clusterView) Route(node int32) (proxy.Peer, bool) {
+	if v.alone {
+		return proxy.Peer{}, false
+	}
 	return routeNode(v.m.Layout(), v.m.ID(), v.leaving.Load(), node)
 }
 
@@ -273,12 +286,14 @@ func (d *Daemon) drainClients(ctx context.Context) {
 // startCluster makes sure the state topic exists and makes this gateway's
 // Manager; Start runs it once the gateway serves.
 func (d *Daemon) startCluster(ctx context.Context, clientOpts []kgo.Opt) (*cluster.Manager, error) {
-	cc := d.cfg.Cluster
+	// Clients reach this gateway at the port it bound, which a listen
+	// port of 0 leaves to the system.
+	port := d.prebound.port(d.cfg.Server.Listen)
+	cc := d.cfg.Cluster.Resolve(net.JoinHostPort(d.cfg.Server.AdvertisedHost, port))
 	shards, err := cluster.EnsureStateTopic(ctx, d.client, cc.StateTopic, cc.Partitions)
 	if err != nil {
 		return nil, fmt.Errorf("gateway cluster %s: %w", cc.Name, err)
 	}
-	_, port, _ := net.SplitHostPort(d.cfg.Server.Listen)
 	var m *cluster.Manager
 	cm := d.metrics.Cluster(func() metrics.ClusterView {
 		var v metrics.ClusterView

@@ -85,9 +85,9 @@ type Daemon struct {
 	// offsets keeps live groups' offsets from expiring upstream.
 	offsets     *offsetKeeper
 	offsetsDone chan struct{}
-	// manager is this gateway's part in its cluster ([cluster] name);
-	// clusterDone has what its Run returned, and is nil once that was
-	// taken (and outside a cluster).
+	// manager is this gateway's part in its cluster (named, or of its own
+	// with an external upstream); clusterDone has what its Run returned,
+	// and is nil once that was taken (and with the embedded cluster).
 	manager     *cluster.Manager
 	clusterDone chan error
 	// view is the cluster as the gateway and the proxy see it; nil
@@ -215,11 +215,11 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	var forward driver.Forwarder = up
 	var saver driver.Saver
 	var refuse func(group string) int16
-	if cfg.Cluster.Name != "" {
+	if cfg.InUpstream() {
 		if d.manager, err = d.startCluster(ctx, clientOpts); err != nil {
 			return d, err
 		}
-		d.view = &clusterView{m: d.manager}
+		d.view = &clusterView{m: d.manager, alone: cfg.Alone()}
 		// The gateway checks ownership before it hands a request to the
 		// driver; the driver checks again where the shard's unload is
 		// ordered, so that no request of a group given up in between
@@ -233,14 +233,17 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 	d.offsets = newOffsetKeeper(forward, cfg.Upstream.OffsetsRetention, log)
 	var seed [8]byte
 	rand.Read(seed[:])
-	// In a cluster the state topic holds the state, not state_dir.
+	// With an external upstream the state topic holds the state, not
+	// state_dir.
 	var saved []coordinator.GroupState
 	var persist func([]coordinator.GroupState)
-	if cfg.Cluster.Name == "" {
+	if !cfg.InUpstream() {
 		if saved, err = loadState(cfg.Server.StateDir); err != nil {
 			return d, err
 		}
 		persist = stateSaver(cfg.Server.StateDir, log)
+	} else if cfg.Server.StateDir != "" {
+		log.Warn("server.state_dir is not used with an external upstream: the state topic holds the groups' state", "state_dir", cfg.Server.StateDir)
 	}
 	ccfg := coordinator.Config{Served: d.registry.ServedProtocols(), AssignmentTimeout: cfg.Plugins.AssignmentTimeout, EmptyGroupRetention: cfg.Server.EmptyGroupRetention, MetadataWait: cfg.Upstream.MetadataWait}
 	for i := range cfg.Groups {
@@ -276,7 +279,7 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (_ *Daemon, err
 		Logger:       log,
 	}
 	if d.view != nil {
-		gopts.Ownership, gopts.Upstream = d.view, up
+		gopts.Ownership, gopts.Upstream, gopts.Alone = d.view, up, d.view.alone
 		popts.Peers, popts.Route = d.view.Peers, d.view.Route
 	}
 	gw := gateway.New(gopts)
@@ -414,7 +417,10 @@ func (d *Daemon) Close(ctx context.Context) error {
 			d.log.Warn("shutdown: the hand-over of the cluster's groups did not finish in time; the others take them after this gateway's lease")
 		}
 		d.clusterDone = nil
-		d.drainClients(ctx)
+		if !d.cfg.Alone() {
+			// A gateway alone has nobody to send its clients to.
+			d.drainClients(ctx)
+		}
 	}
 	if d.cancel != nil {
 		d.cancel()

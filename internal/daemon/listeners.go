@@ -51,6 +51,23 @@ func prebind(ctx context.Context, s config.Server, cl *kgo.Client, log *slog.Log
 }
 
 // take hands the proxy the listener bound for addr, or binds one.
+// port is the port of the listener bound for addr: the one the system
+// chose when addr's is 0. It is addr's own when nothing was bound.
+func (p *preboundListeners) port(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	if p == nil {
+		return port
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ln, ok := p.lns[addr]; ok {
+		if _, bound, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+			return bound
+		}
+	}
+	return port
+}
+
 func (p *preboundListeners) take(addr string) (net.Listener, error) {
 	if p != nil {
 		p.mu.Lock()

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -17,11 +15,12 @@ import (
 )
 
 // TestRestart_ConsumersKeepTheirPartitionsAcrossADaemonRestart restarts the
-// daemon (SIGTERM, then the same config with state_dir) under running kgo
+// daemon (SIGTERM, then the same config) under running kgo
 // cooperative-sticky consumers. The upstream is a kfake cluster the test
-// owns, so it outlives the daemon, and the gateway listens on the same
-// ports again. No partition is revoked or lost, no record is read twice,
-// and the group continues its generation.
+// owns, so it outlives the daemon and holds the groups' state in its state
+// topic, and the gateway listens on the same ports again (so it has the
+// same id). No partition is revoked or lost, no record is read twice, and
+// the group continues its generation.
 func TestRestart_ConsumersKeepTheirPartitionsAcrossADaemonRestart(t *testing.T) {
 	t.Parallel()
 	matrix.Record(t, rkKgoRow(t, "cooperative-sticky", "kfake"))
@@ -36,7 +35,6 @@ func TestRestart_ConsumersKeepTheirPartitionsAcrossADaemonRestart(t *testing.T) 
 	cfg := testutil.GatewayConfig{
 		Listen:      fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		AdminListen: fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		Server:      fmt.Sprintf("state_dir = %q", filepath.Join(dir, "state")),
 		BrokerPorts: map[int32]int{0: ports[2], 1: ports[3], 2: ports[4]},
 		Brokers:     cluster.ListenAddrs(),
 		Groups:      []testutil.GroupRule{{Match: "*"}},
@@ -73,19 +71,21 @@ func TestRestart_ConsumersKeepTheirPartitionsAcrossADaemonRestart(t *testing.T) 
 	if err := d.stop(); err != nil {
 		t.Fatalf("daemon exited with %v after SIGTERM, want status 0", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "state", "groups.json")); err != nil {
-		t.Errorf("no saved group state after a clean stop: %v", err)
-	}
 	stopped := time.Now()
 	d2 := startDaemonFile(t, d.cfgFile)
 	t.Logf("the gateway was down for %v (SIGTERM to exit %v)", time.Since(down).Round(time.Millisecond), stopped.Sub(down).Round(time.Millisecond))
 	if d2.bootstrap != d.bootstrap {
 		t.Fatalf("restarted daemon listens on %s, not %s", d2.bootstrap, d.bootstrap)
 	}
-	restored, err := d2.group(ctx, group)
-	if err != nil {
-		t.Fatalf("the group is not there right after the restart: %v", err)
+	// Served once its shard is read: at once, since the stop released it.
+	var restored adminGroup
+	if err := kfakegroup.WaitFor(ctx, func() (err error) {
+		restored, err = d2.group(ctx, group)
+		return err
+	}); err != nil {
+		t.Fatalf("the group is not back after the restart: %v", err)
 	}
+	t.Logf("the group was back %v after the gateway went down", time.Since(down).Round(time.Millisecond))
 	if restored.Generation < g.Generation || fmt.Sprint(memberIDs(restored)) != fmt.Sprint(memberIDs(g)) {
 		t.Errorf("restored generation %d, members %v; saved: generation %d, members %v",
 			restored.Generation, memberIDs(restored), g.Generation, memberIDs(g))

@@ -15,23 +15,35 @@ import (
 
 // TestRestart_StateSavedAtEveryTransitionComesBackTruthfully kills the
 // daemon (SIGKILL: no shutdown hook runs) after one group's only member
-// left and another group was deleted, and starts it again from its state
-// directory. The emptied group comes back Empty with no members, not Stable
-// with a ghost whose session would block offset resets and admin commits,
-// and the deleted group stays gone: state is saved when a group turns
-// Empty or Dead, not only when it turns Stable.
+// left and another group was deleted, and starts it again, in front of an
+// external upstream (the state is in its state topic) and of the embedded
+// cluster (in state_dir). The emptied group comes back Empty with no
+// members, not Stable with a ghost whose session would block offset resets
+// and admin commits, and the deleted group stays gone: state is saved when
+// a group turns Empty or Dead, not only when it turns Stable.
 func TestRestart_StateSavedAtEveryTransitionComesBackTruthfully(t *testing.T) {
 	t.Parallel()
+	for _, home := range []string{"state topic", "state_dir"} {
+		t.Run(home, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cfg := testutil.GatewayConfig{Groups: []testutil.GroupRule{{Match: "*"}}}
+			if home == "state_dir" {
+				cfg.EmbeddedTopics = []string{"events:4"}
+				cfg.Server = fmt.Sprintf("state_dir = %q", filepath.Join(dir, "state"))
+			} else {
+				cfg.Brokers = eventsCluster(t, 1, 4).ListenAddrs()
+				// The restarted gateway finds its state topic by its id
+				// (its port changes).
+				cfg.Extra = "[cluster]\nid = \"state-test\"\n"
+			}
+			stateComesBackTruthfully(t, dir, cfg.String())
+		})
+	}
+}
+
+func stateComesBackTruthfully(t *testing.T, dir, cfg string) {
 	ctx := testCtx(t, 90*time.Second)
-	cluster := eventsCluster(t, 1, 4)
-	dir := t.TempDir()
-	cfg := testutil.GatewayConfig{
-		Listen:      "127.0.0.1:0",
-		AdminListen: "127.0.0.1:0",
-		Server:      fmt.Sprintf("state_dir = %q", filepath.Join(dir, "state")),
-		Brokers:     cluster.ListenAddrs(),
-		Groups:      []testutil.GroupRule{{Match: "*"}},
-	}.String()
 	d := startDaemon(t, dir, cfg)
 
 	for _, group := range []string{"deleted", "emptied"} {
@@ -75,8 +87,13 @@ func TestRestart_StateSavedAtEveryTransitionComesBackTruthfully(t *testing.T) {
 	_ = d.cmd.Process.Kill()
 	<-d.exited
 	d2 := startDaemonFile(t, d.cfgFile)
-	g, err := d2.group(ctx, "emptied")
-	if err != nil {
+	// The state topic's shard is served once it is read, and once the
+	// killed process's lease has run out.
+	var g adminGroup
+	if err := kfakegroup.WaitFor(ctx, func() (err error) {
+		g, err = d2.group(ctx, "emptied")
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if g.State != "Empty" || len(g.Members) != 0 {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -86,7 +87,9 @@ func (s OwnerState) Refusal() int16 {
 
 // Owner is the gateway that answers for a group, as clients reach it:
 // Node is the gateway's node id (a proxy.Peer's), -1 when no gateway owns
-// the group yet.
+// the group yet, or when this gateway owns it as a gateway alone, which is
+// no node of its own: clients then find the group where they would
+// without a cluster, at the listener of its upstream coordinator.
 type Owner struct {
 	State OwnerState
 	Node  int32
@@ -112,7 +115,13 @@ type Options struct {
 	// carries what the gateway reads upstream for a group it owns.
 	Ownership Ownership
 	Upstream  Upstream
-	Logger    *slog.Logger
+	// Alone, with Ownership, is a gateway in a cluster of its own: no
+	// node of its own (Owner.Node is -1 for its groups), so clients find
+	// and list its groups at their upstream coordinators' listeners, as
+	// without a cluster, while Ownership still refuses what it does not
+	// serve yet.
+	Alone  bool
+	Logger *slog.Logger
 }
 
 // Gateway implements proxy.Interceptor.
@@ -254,12 +263,21 @@ func (g *Gateway) findCoordinator(ctx context.Context, req *kmsg.FindCoordinator
 		// In a cluster the group's coordinator is the gateway that owns
 		// it, a node of its own (proxy.Peer), whatever the upstream's.
 		nodes = make(map[string]int32, len(managed))
+		var alone []string
 		for _, group := range managed {
-			if o := g.opt.Ownership.OwnerOf(group); o.Node >= 0 {
+			switch o := g.opt.Ownership.OwnerOf(group); {
+			case o.Node >= 0:
 				nodes[group] = o.Node
+			case o.State != OwnedElsewhere:
+				alone = append(alone, group)
 			}
 		}
-		if len(nodes) < len(managed) {
+		if len(alone) > 0 {
+			local, lerr := g.opt.Coordinators.CoordinatorsOf(ctx, alone)
+			maps.Copy(nodes, local)
+			err = lerr
+		}
+		if len(nodes) < len(managed) && err == nil {
 			err = errNoOwnerYet
 		}
 	}
@@ -503,7 +521,7 @@ func splitGroups[Req kmsg.Request, Resp kmsg.Response](g *Gateway, ctx context.C
 // the upstream lists with members (or in a state other than Empty) means
 // split brain, clients bypassing the gateway, and is logged as an error.
 func (g *Gateway) listGroups(ctx context.Context, r proxy.Request, req *kmsg.ListGroupsRequest) (proxy.Decision, error) {
-	if g.opt.Ownership != nil {
+	if g.opt.Ownership != nil && !g.opt.Alone {
 		return g.clusterListGroups(ctx, r, req)
 	}
 	resp, err := g.opt.Driver.Handle(ctx, client(r), req)

@@ -724,3 +724,50 @@ func TestIntercept_InAClusterOffsetFetchAsksForStableOffsets(t *testing.T) {
 		}
 	}
 }
+
+// aloneOwners is a gateway alone's view: no node of its own for any group.
+type aloneOwners struct{}
+
+func (aloneOwners) OwnerOf(group string) Owner {
+	o := fixedOwners{}.OwnerOf(group)
+	o.Node, o.Host, o.Port = -1, "", 0
+	return o
+}
+
+// TestIntercept_AGatewayAloneIsFoundWhereItWouldBeWithoutACluster: a
+// gateway in a cluster of its own is no node of its own, so
+// FindCoordinator names each group it holds (serving or loading) by its
+// upstream coordinator, as without a cluster, and no gateway for a group
+// it does not hold; its requests of a group it does not serve are still
+// refused.
+func TestIntercept_AGatewayAloneIsFoundWhereItWouldBeWithoutACluster(t *testing.T) {
+	g := New(Options{
+		Manages: func(id string) bool { return strings.HasPrefix(id, "m") }, Driver: &fakeDriver{},
+		Coordinators: &fakeUpstream{}, Ownership: aloneOwners{}, Upstream: &recordingForwarder{}, Alone: true,
+	})
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.Version = 4
+	find.CoordinatorKeys = []string{"m1", "m2", "m3"}
+	d, err := g.Intercept(context.Background(), request(1, find))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fakeUpstream: m1's upstream coordinator is node 1, the others' 2.
+	want := map[string]int32{"m1": 1, "m2": 2, "m3": -1}
+	for _, c := range d.Respond.(*kmsg.FindCoordinatorResponse).Coordinators {
+		if c.NodeID != want[c.Key] || (c.ErrorCode != 0) != (want[c.Key] < 0) {
+			t.Errorf("FindCoordinator of %s: node %d, %v; want node %d", c.Key, c.NodeID, kerr.ErrorForCode(c.ErrorCode), want[c.Key])
+		}
+		delete(want, c.Key)
+	}
+	if len(want) > 0 {
+		t.Errorf("FindCoordinator did not answer %v", want)
+	}
+	d, err = g.Intercept(context.Background(), request(1, &kmsg.HeartbeatRequest{Group: "m3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := d.Respond.(*kmsg.HeartbeatResponse); !ok || r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Errorf("a heartbeat of a group the gateway alone does not serve: %+v, want NOT_COORDINATOR", d.Respond)
+	}
+}
