@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -55,6 +56,25 @@ func EnsureStateTopic(ctx context.Context, cl *kgo.Client, topic string, partiti
 		return 0, &TopicError{Topic: topic, Op: "create", Err: kafkaError(rt.ErrorCode, rt.ErrorMessage)}
 	}
 
+	// A topic just created reaches every broker's metadata a moment
+	// later: until then a broker answers UNKNOWN_TOPIC_OR_PARTITION.
+	giveUp := time.Now().Add(30 * time.Second)
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		n, err := checkStateTopic(ctx, cl, topic)
+		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable) || time.Now().After(giveUp) {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// checkStateTopic describes the state topic: its partition count, once it
+// is compacted.
+func checkStateTopic(ctx context.Context, cl *kgo.Client, topic string) (int, error) {
 	describe := kmsg.NewPtrDescribeConfigsRequest()
 	dr := kmsg.NewDescribeConfigsRequestResource()
 	dr.ResourceType, dr.ResourceName, dr.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{"cleanup.policy"}
