@@ -164,7 +164,28 @@ func startDaemon(t testing.TB, dir, configText string) *daemon {
 	return startDaemonFile(t, cfgFile)
 }
 
+// startDaemonFile runs the binary on cfgFile, returning once the daemon
+// has announced its addresses and is ready (/readyz 200: in front of an
+// external upstream, once it serves its state topic's shards), or has not
+// become ready within 20 s, which the test then sees for itself.
 func startDaemonFile(t testing.TB, cfgFile string) *daemon {
+	t.Helper()
+	d := startDaemonUnready(t, cfgFile)
+	for until := time.Now().Add(20 * time.Second); time.Now().Before(until); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get("http://" + d.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+	}
+	return d
+}
+
+// startDaemonUnready is startDaemonFile returning as soon as the daemon
+// has announced its addresses.
+func startDaemonUnready(t testing.TB, cfgFile string) *daemon {
 	t.Helper()
 	d := &daemon{t: t, cfgFile: cfgFile, log: &syncBuffer{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(env.binary, "serve", "--config", cfgFile)
