@@ -54,9 +54,11 @@ func reaped(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
-// waitFor polls cond for up to 5 seconds.
+// waitFor polls cond for up to 15 seconds: every wait is for a worker to
+// start or be reaped, which takes far longer on a machine that `go test
+// ./...` shares with other packages' brokers and gateways.
 func waitFor(cond func() bool) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if cond() {
 			return true
 		}
