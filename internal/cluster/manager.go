@@ -613,9 +613,17 @@ func (m *Manager) write(ctx context.Context, s *ownedShard) {
 		if len(saves) == 0 && len(commits) == 0 {
 			continue
 		}
-		recs := make([]Record, len(saves))
+		// A group saved twice in a batch needs only its later state: the
+		// loader keeps each group's last one.
+		last := make(map[string]int, len(saves))
 		for i, p := range saves {
-			recs[i] = p.rec
+			last[p.rec.Group] = i
+		}
+		recs := make([]Record, 0, len(last))
+		for i, p := range saves {
+			if last[p.rec.Group] == i {
+				recs = append(recs, p.rec)
+			}
 		}
 		reqs := make([]*kmsg.OffsetCommitRequest, len(commits))
 		for i, c := range commits {

@@ -47,6 +47,13 @@ func OpenShard(ctx context.Context, opts []kgo.Opt, name, topic string, shard in
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.DefaultProduceTopic(topic),
 		kgo.MaxVersions(writerVersions()),
+		// A member's answer waits on each write: nothing is gained by
+		// lingering for more records (the batch is all there is), and a
+		// transaction begun right after the last one ended is refused
+		// (CONCURRENT_TRANSACTIONS) only until that one's markers are
+		// written, a few milliseconds.
+		kgo.ProducerLinger(0),
+		kgo.ConcurrentTransactionsBackoff(5*time.Millisecond),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("state topic %q, shard %d: %w", topic, shard, err)
