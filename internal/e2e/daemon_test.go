@@ -38,6 +38,7 @@ var env suite
 
 func TestMain(m *testing.M) {
 	loadtest.ServeKfakeIfRequested() // the kfake target of a load run serves here
+	serveKgoMemberIfRequested()      // a kgo member process of a test
 	os.Exit(runMain(m))
 }
 
