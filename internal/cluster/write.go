@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -140,37 +141,58 @@ func writerVersions() *kversion.Versions {
 	return v
 }
 
-// commitOffsets adds each commit's group to the transaction and commits
-// its offsets in it.
+// commitOffsets adds each commit's group to the transaction, one after
+// another (the transaction coordinator takes one change of a transaction
+// at a time), then commits the offsets in it, the groups' at once (each
+// goes to its group's coordinator).
 func (w *ShardWriter) commitOffsets(ctx context.Context, id int64, epoch int16, commits []*kmsg.OffsetCommitRequest) ([]*kmsg.OffsetCommitResponse, error) {
 	added := map[string]bool{}
-	resps := make([]*kmsg.OffsetCommitResponse, len(commits))
-	for i, c := range commits {
-		if !added[c.Group] {
-			err := w.retryTxn(ctx, func() (int16, error) {
-				req := kmsg.NewPtrAddOffsetsToTxnRequest()
-				req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = w.txnID(), id, epoch, c.Group
-				resp, err := req.RequestWith(ctx, w.cl)
-				if err != nil {
-					return 0, err
-				}
-				return resp.ErrorCode, nil
-			})
+	for _, c := range commits {
+		if added[c.Group] {
+			continue
+		}
+		err := w.retryTxn(ctx, func() (int16, error) {
+			req := kmsg.NewPtrAddOffsetsToTxnRequest()
+			req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = w.txnID(), id, epoch, c.Group
+			resp, err := req.RequestWith(ctx, w.cl)
 			if err != nil {
-				return nil, fmt.Errorf("adding the offsets of group %s to the transaction: %w", c.Group, err)
+				return 0, err
 			}
-			added[c.Group] = true
-		}
-		req := txnOffsetCommitOf(c, w.txnID(), id, epoch)
-		resp, err := req.RequestWith(ctx, w.cl)
+			return resp.ErrorCode, nil
+		})
 		if err != nil {
-			return nil, fmt.Errorf("committing the offsets of group %s: %w", c.Group, err)
+			return nil, fmt.Errorf("adding the offsets of group %s to the transaction: %w", c.Group, err)
 		}
-		out := offsetCommitResponseOf(c, resp)
-		if code := fencedCode(resp); code != 0 {
-			return nil, kerr.ErrorForCode(code)
-		}
-		resps[i] = out
+		added[c.Group] = true
+	}
+	// A group's commits go in their order (a later one of a partition
+	// must land last); the groups' side by side.
+	byGroup := map[string][]int{}
+	for i, c := range commits {
+		byGroup[c.Group] = append(byGroup[c.Group], i)
+	}
+	resps := make([]*kmsg.OffsetCommitResponse, len(commits))
+	errs := make([]error, len(commits))
+	var wg sync.WaitGroup
+	for _, idx := range byGroup {
+		wg.Go(func() {
+			for _, i := range idx {
+				c := commits[i]
+				resp, err := txnOffsetCommitOf(c, w.txnID(), id, epoch).RequestWith(ctx, w.cl)
+				switch {
+				case err != nil:
+					errs[i] = fmt.Errorf("committing the offsets of group %s: %w", c.Group, err)
+				case fencedCode(resp) != 0:
+					errs[i] = kerr.ErrorForCode(fencedCode(resp))
+				default:
+					resps[i] = offsetCommitResponseOf(c, resp)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return resps, nil
 }

@@ -150,3 +150,47 @@ func TestShardWriter_OffsetsCommitInTheShardsTransactionsAndAFencedOwnersNever(t
 		t.Fatalf("after the new owner's commit: offset %d, want 8", got)
 	}
 }
+
+// TestShardWriter_AGroupsCommitsInOneBatchLandInTheirOrder: commits of
+// one partition in one batch land in the order they came (the last one
+// stays), while another group's commit goes beside them.
+func TestShardWriter_AGroupsCommitsInOneBatchLandInTheirOrder(t *testing.T) {
+	ctx, opts := kfakeStateTopic(t)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	w, err := OpenShard(ctx, opts, "t", testTopic, 0, Writer{ID: "gw-a", Incarnation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	commitOf := func(group string, offset int64) *kmsg.OffsetCommitRequest {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(8)
+		req.Group, req.Generation = group, -1
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: testTopic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
+		return req
+	}
+	var batch []*kmsg.OffsetCommitRequest
+	for o := int64(1); o <= 20; o++ {
+		batch = append(batch, commitOf("g2", o), commitOf("g4", 100+o))
+	}
+	resps, err := w.WriteWithOffsets(ctx, nil, batch)
+	if err != nil || len(resps) != len(batch) {
+		t.Fatalf("the batch: %d answers, %v", len(resps), err)
+	}
+	for group, want := range map[string]int64{"g2": 20, "g4": 120} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(7)
+		req.Group, req.RequireStable = group, true
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("OffsetFetch of %s: %+v, %v", group, resp, err)
+		}
+		if got := resp.Topics[0].Partitions[0].Offset; got != want {
+			t.Errorf("%s's offset after the batch: %d, want its last commit's %d", group, got, want)
+		}
+	}
+}
