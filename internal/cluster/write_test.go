@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"testing"
 
@@ -70,24 +71,7 @@ func TestShardWriter_OffsetsCommitInTheShardsTransactionsAndAFencedOwnersNever(t
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	committed := func() int64 {
-		t.Helper()
-		req := kmsg.NewPtrOffsetFetchRequest()
-		req.SetVersion(7)
-		req.Group, req.RequireStable = "g2", true
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil || resp.ErrorCode != 0 {
-			t.Fatalf("OffsetFetch: %v, code %d", err, resp.ErrorCode)
-		}
-		for _, rt := range resp.Topics {
-			for _, p := range rt.Partitions {
-				if rt.Topic == testTopic && p.Partition == 1 {
-					return p.Offset
-				}
-			}
-		}
-		return -1
-	}
+	committed := func() int64 { t.Helper(); return committedOffset(ctx, t, cl, "g2", 1) }
 	commit := func(w *ShardWriter, offset int64, recs []Record) error {
 		t.Helper()
 		req := kmsg.NewPtrOffsetCommitRequest()
@@ -182,15 +166,29 @@ func TestShardWriter_AGroupsCommitsInOneBatchLandInTheirOrder(t *testing.T) {
 		t.Fatalf("the batch: %d answers, %v", len(resps), err)
 	}
 	for group, want := range map[string]int64{"g2": 20, "g4": 120} {
-		req := kmsg.NewPtrOffsetFetchRequest()
-		req.SetVersion(7)
-		req.Group, req.RequireStable = group, true
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			t.Fatalf("OffsetFetch of %s: %+v, %v", group, resp, err)
-		}
-		if got := resp.Topics[0].Partitions[0].Offset; got != want {
+		if got := committedOffset(ctx, t, cl, group, 0); got != want {
 			t.Errorf("%s's offset after the batch: %d, want its last commit's %d", group, got, want)
 		}
 	}
+}
+
+// committedOffset is group's stable committed offset of partition of the
+// test topic, -1 for none.
+func committedOffset(ctx context.Context, t *testing.T, cl *kgo.Client, group string, partition int32) int64 {
+	t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.SetVersion(7)
+	req.Group, req.RequireStable = group, true
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("OffsetFetch of %s: %v, %+v", group, err, resp)
+	}
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			if rt.Topic == testTopic && p.Partition == partition {
+				return p.Offset
+			}
+		}
+	}
+	return -1
 }
