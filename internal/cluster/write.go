@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+	"github.com/wasmassign/wasmassign/coordinator"
 )
 
 // ErrFencedWrite is the error of a write to a shard that a later owner has
@@ -27,7 +28,8 @@ var ErrFencedWrite = errors.New("a later owner claimed the shard")
 // commit can never land after a takeover.
 type ShardWriter struct {
 	cl     *kgo.Client
-	name   string // the cluster's
+	opts   []kgo.Opt // cl's, for renew
+	name   string    // the cluster's
 	topic  string
 	shard  int32
 	writer Writer
@@ -43,7 +45,7 @@ func TransactionalID(name string, shard int32) string {
 // owner's producer, with a client of its own made from opts. The caller
 // then reads the shard to this claim (ReadShard) before it serves.
 func OpenShard(ctx context.Context, opts []kgo.Opt, name, topic string, shard int32, writer Writer) (*ShardWriter, error) {
-	cl, err := kgo.NewClient(append(slices.Clone(opts),
+	opts = append(slices.Clone(opts),
 		kgo.TransactionalID(TransactionalID(name, shard)),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.DefaultProduceTopic(topic),
@@ -55,11 +57,12 @@ func OpenShard(ctx context.Context, opts []kgo.Opt, name, topic string, shard in
 		// written, a few milliseconds.
 		kgo.ProducerLinger(0),
 		kgo.ConcurrentTransactionsBackoff(5*time.Millisecond),
-	)...)
+	)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("state topic %q, shard %d: %w", topic, shard, err)
 	}
-	w := &ShardWriter{cl: cl, name: name, topic: topic, shard: shard, writer: writer}
+	w := &ShardWriter{cl: cl, opts: opts, name: name, topic: topic, shard: shard, writer: writer}
 	if err := w.Write(ctx, []Record{{Kind: KindClaim, Writer: writer}}); err != nil {
 		cl.Close()
 		return nil, err
@@ -107,15 +110,15 @@ func (w *ShardWriter) WriteWithOffsets(ctx context.Context, recs []Record, commi
 	var resps []*kmsg.OffsetCommitResponse
 	if len(commits) > 0 {
 		id, epoch, err := w.cl.ProducerID(ctx)
-		if err == nil {
-			resps, err = w.commitOffsets(ctx, id, epoch, commits)
+		if err != nil {
+			return nil, w.failed(ctx, err)
 		}
-		if err == nil && !produced {
+		if resps, err = w.commitOffsets(ctx, id, epoch, commits); err == nil && !produced {
 			err = w.endTxn(ctx, id, epoch, true)
 		}
 		if err != nil {
 			if !produced {
-				_ = w.endTxn(ctx, id, epoch, false)
+				w.abortUnproduced(ctx, id, epoch)
 			}
 			return nil, w.failed(ctx, err)
 		}
@@ -180,6 +183,12 @@ func (w *ShardWriter) commitOffsets(ctx context.Context, id int64, epoch int16, 
 				c := commits[i]
 				resp, err := txnOffsetCommitOf(c, w.txnID(), id, epoch).RequestWith(ctx, w.cl)
 				switch {
+				case err != nil && ctx.Err() == nil:
+					// This group's coordinator is out of reach: its member
+					// is told so, and the batch's other writes go on (had
+					// the offsets reached it, they land unasked-for but
+					// harmless: the member's own).
+					resps[i] = coordinator.ErrorResponse(c, kerr.CoordinatorNotAvailable.Code).(*kmsg.OffsetCommitResponse)
 				case err != nil:
 					errs[i] = fmt.Errorf("committing the offsets of group %s: %w", c.Group, err)
 				case fencedCode(resp) != 0:
@@ -281,9 +290,33 @@ func fencedCode(resp *kmsg.TxnOffsetCommitResponse) int16 {
 	return 0
 }
 
+// abortUnproduced aborts a transaction that only committed offsets, which
+// kgo does not know of, even when ctx (the lease's deadline) has passed:
+// left open, the next transaction would join it and commit offsets its
+// members were told had failed. When the abort is not confirmed, renew
+// makes the next transaction begin with InitProducerId, which aborts it.
+func (w *ShardWriter) abortUnproduced(ctx context.Context, id int64, epoch int16) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := w.endTxn(actx, id, epoch, false); err != nil && !isFenced(err) {
+		w.renew()
+	}
+}
+
+// renew replaces the writer's client with a new one of the same
+// transactional id, whose first transaction starts with InitProducerId.
+func (w *ShardWriter) renew() {
+	if cl, err := kgo.NewClient(w.opts...); err == nil {
+		w.cl.Close()
+		w.cl = cl
+	}
+}
+
 // failed aborts what is left of the transaction and names the cause.
 func (w *ShardWriter) failed(ctx context.Context, err error) error {
-	_ = w.cl.EndTransaction(ctx, kgo.TryAbort)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = w.cl.EndTransaction(actx, kgo.TryAbort)
 	if isFenced(err) {
 		err = ErrFencedWrite
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -191,4 +192,51 @@ func committedOffset(ctx context.Context, t *testing.T, cl *kgo.Client, group st
 		}
 	}
 	return -1
+}
+
+// TestShardWriter_AFailedCommitOnlyTransactionIsNotLeftOpen: the end of
+// a transaction that only committed offsets fails as its deadline passes
+// (the lease ran out mid-write). The writer must abort it all the same:
+// left open, the next batch would join it and commit the offsets its
+// member was told had failed.
+func TestShardWriter_AFailedCommitOnlyTransactionIsNotLeftOpen(t *testing.T) {
+	ctx, cancelAll := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelAll()
+	c, cl := kfakeClient(t)
+	if _, err := EnsureStateTopic(ctx, cl, testTopic, 2); err != nil {
+		t.Fatal(err)
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+	w, err := OpenShard(ctx, opts, "t", testTopic, 0, Writer{ID: "gw-a", Incarnation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	commitOf := func(partition int32, offset int64) *kmsg.OffsetCommitRequest {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(8)
+		req.Group, req.Generation = "g2", -1
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: testTopic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: partition, Offset: offset, LeaderEpoch: -1}}}}
+		return req
+	}
+	wctx, expire := context.WithCancel(ctx)
+	c.ControlKey(int16(kmsg.EndTxn), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		if !kreq.(*kmsg.EndTxnRequest).Commit {
+			return nil, nil, false
+		}
+		expire() // the lease runs out as the commit is on its way
+		return nil, errors.New("dropped"), true
+	})
+	if _, err := w.WriteWithOffsets(wctx, nil, []*kmsg.OffsetCommitRequest{commitOf(0, 1)}); err == nil {
+		t.Fatal("a batch whose EndTxn failed past its deadline succeeded")
+	}
+	if _, err := w.WriteWithOffsets(ctx, nil, []*kmsg.OffsetCommitRequest{commitOf(1, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedOffset(ctx, t, cl, "g2", 1); got != 5 {
+		t.Fatalf("the next batch's offset: %d, want 5", got)
+	}
+	if got := committedOffset(ctx, t, cl, "g2", 0); got != -1 {
+		t.Fatalf("the failed batch's offset landed: %d, want none (-1)", got)
+	}
 }
