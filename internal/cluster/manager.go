@@ -134,6 +134,9 @@ type ownedShard struct {
 	commits []pendingCommit
 	wake    chan struct{}
 	done    chan struct{} // closed when the shard's goroutine ends
+	// stopped is set once that goroutine has answered the last saves and
+	// commits: later ones would wait for a writer that is gone.
+	stopped bool
 }
 
 type pendingSave struct {
@@ -187,6 +190,9 @@ func (m *Manager) Owner(group string) (Ownership, Owner) {
 			// The lease ran out, and Run has not heard yet: another
 			// gateway may be given the shard from now on.
 			return Elsewhere, Owner{}
+		case s.stopped:
+			// Its writer is gone (fenced, or being given up).
+			return Elsewhere, Owner{}
 		case s.status == ShardServing:
 			return Serving, me
 		default:
@@ -211,7 +217,7 @@ func (m *Manager) ServingFor(group string) (time.Duration, bool) {
 	defer m.mu.Unlock()
 	s := m.shards[shard]
 	left := m.leaseUntil - m.clock()
-	if s == nil || s.status != ShardServing || left <= 0 {
+	if s == nil || s.stopped || s.status != ShardServing || left <= 0 {
 		return 0, false
 	}
 	return left, true
@@ -283,7 +289,7 @@ func (m *Manager) servingShard(group string) (*ownedShard, error) {
 	shard := ShardOf(group, m.cfg.Shards)
 	m.mu.Lock()
 	s := m.shards[shard]
-	if s == nil || s.status != ShardServing || m.clock() >= m.leaseUntil {
+	if s == nil || s.stopped || s.status != ShardServing || m.clock() >= m.leaseUntil {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("group %s, shard %d: %w", group, shard, ErrNotOwner)
 	}
@@ -644,7 +650,8 @@ func (m *Manager) write(ctx context.Context, s *ownedShard) {
 			case errors.Is(err, ErrFencedWrite):
 				r.err = fmt.Errorf("group %s, shard %d: %w", c.req.Group, s.shard, ErrNotOwner)
 			case err != nil:
-				// The transaction was not committed: nor is any offset.
+				// The transaction was aborted (or its abort left to the
+				// next InitProducerId): the member commits again.
 				r = commitResult{resp: coordinator.ErrorResponse(c.req, kerr.CoordinatorNotAvailable.Code).(*kmsg.OffsetCommitResponse)}
 			default:
 				r.resp = resps[i]
@@ -667,7 +674,7 @@ func (m *Manager) write(ctx context.Context, s *ownedShard) {
 func (m *Manager) failSaves(s *ownedShard) {
 	m.mu.Lock()
 	left, commits := s.saves, s.commits
-	s.saves, s.commits = nil, nil
+	s.saves, s.commits, s.stopped = nil, nil, true
 	m.mu.Unlock()
 	for _, p := range left {
 		p.done(fmt.Errorf("group %s, shard %d: %w", p.rec.Group, s.shard, ErrNotOwner))
