@@ -268,7 +268,7 @@ func (g *Gateway) findCoordinator(ctx context.Context, req *kmsg.FindCoordinator
 			switch o := g.opt.Ownership.OwnerOf(group); {
 			case o.Node >= 0:
 				nodes[group] = o.Node
-			case o.State != OwnedElsewhere:
+			case g.opt.Alone && o.State != OwnedElsewhere:
 				alone = append(alone, group)
 			}
 		}
