@@ -625,7 +625,7 @@ func (c *Config) cluster(f *file, _ string) error {
 	cl.Name, cl.ID = f.Cluster.Name, f.Cluster.ID
 	if cl.ID == "" {
 		if _, port, _ := net.SplitHostPort(c.Server.Listen); port != "0" {
-			cl.ID = net.JoinHostPort(c.Server.AdvertisedHost, port)
+			cl.ID = DefaultID(c.Server.AdvertisedHost, port)
 		}
 	}
 	if len(cl.ID) > 200 {
@@ -685,7 +685,7 @@ func (c *Config) cluster(f *file, _ string) error {
 // Alone reports whether the gateway, with no [cluster] name, runs in a
 // cluster of its own: with an external upstream it keeps its groups' state
 // in a state topic there, through the same path as a cluster of several,
-// so that a restarted or replaced gateway finds it.
+// so that a gateway restarted (or replaced) under the same id finds it.
 func (c *Config) Alone() bool { return c.Cluster.Name == "" && !c.Upstream.IsEmbedded() }
 
 // InUpstream reports whether the gateway keeps its groups' state in the
@@ -693,17 +693,36 @@ func (c *Config) Alone() bool { return c.Cluster.Name == "" && !c.Upstream.IsEmb
 // is external.
 func (c *Config) InUpstream() bool { return !c.Upstream.IsEmbedded() }
 
-// AloneName is the cluster name of a gateway alone whose id is id: "solo."
-// and the id in the characters a topic name allows, so that gateways alone
-// with different ids never share a state topic.
-func AloneName(id string) string {
-	b := []byte(id)
-	for i, ch := range b {
-		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-') {
-			b[i] = '_'
+// DefaultID is a gateway's id when [cluster] id is not set: its
+// advertised host and port, with the machine's host name in place of a
+// loopback host, so that gateways on different machines left at the
+// defaults never take each other's id (and, alone, each other's state
+// topic).
+func DefaultID(advertisedHost, port string) string {
+	host := advertisedHost
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		if name, err := os.Hostname(); err == nil && name != "" {
+			host = name
 		}
 	}
-	return "solo." + string(b)
+	return net.JoinHostPort(host, port)
+}
+
+// AloneName is the cluster name of a gateway alone whose id is id: "solo."
+// and the id in the characters a topic name allows, each other byte (and
+// '_' itself) written as '_' and two hex digits, so that two ids never
+// share a name.
+func AloneName(id string) string {
+	var b strings.Builder
+	b.WriteString("solo.")
+	for _, ch := range []byte(id) {
+		if ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '-' {
+			b.WriteByte(ch)
+		} else {
+			fmt.Fprintf(&b, "_%02x", ch)
+		}
+	}
+	return b.String()
 }
 
 // Resolve completes the cluster once the gateway's id is known: id fills

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -302,6 +303,36 @@ func TestCluster_IDDefaultsToTheAdvertisedAddress(t *testing.T) {
 	}
 }
 
+// TestCluster_AloneNamesAreDistinctAndDefaultIDsNameTheMachine: no two ids
+// share a name alone ('_' and ':' are escaped, not folded together), and a
+// loopback advertised host gives the machine's host name to the default id.
+func TestCluster_AloneNamesAreDistinctAndDefaultIDsNameTheMachine(t *testing.T) {
+	ids := []string{"a:1", "a_1", "a_3a1", "a.1", "a-1", "gw-1", "[::1]:9092", "_3a"}
+	seen := map[string]string{}
+	for _, id := range ids {
+		name := AloneName(id)
+		if other, ok := seen[name]; ok {
+			t.Errorf("ids %q and %q share the name %q", other, id, name)
+		}
+		seen[name] = id
+		if !validClusterName(name) {
+			t.Errorf("%q: %q is no topic name", id, name)
+		}
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		t.Skip("no host name")
+	}
+	for _, adv := range []string{"127.0.0.1", "localhost", "::1"} {
+		if got, want := DefaultID(adv, "9092"), net.JoinHostPort(host, "9092"); got != want {
+			t.Errorf("DefaultID(%q) = %q, want %q", adv, got, want)
+		}
+	}
+	if got := DefaultID("gw1.example", "9092"); got != "gw1.example:9092" {
+		t.Errorf("DefaultID of a reachable host: %q", got)
+	}
+}
+
 // TestCluster_AGatewayAloneWithAnExternalUpstreamKeepsItsStateThere: with
 // an external upstream a gateway alone is a cluster of its own, named
 // after its id in a topic's characters, so that two gateways alone never
@@ -314,9 +345,9 @@ func TestCluster_AGatewayAloneWithAnExternalUpstreamKeepsItsStateThere(t *testin
 	}{
 		{"embedded", "[server]\nlisten = \"0.0.0.0:19092\"", "", false, false, "", ""},
 		{"alone", "[server]\nlisten = \"0.0.0.0:19092\"\nadvertised_host = \"gw1.example\"\n[upstream]\nbrokers = [\"k:9092\"]", "",
-			true, true, "solo.gw1.example_19092", "wasmassign-solo.gw1.example_19092-state"},
+			true, true, "solo.gw1.example_3a19092", "wasmassign-solo.gw1.example_3a19092-state"},
 		{"alone on a port the system chose", "[server]\nlisten = \"[::1]:0\"\n[upstream]\nbrokers = [\"k:9092\"]", "[::1]:41234",
-			true, true, "solo.___1__41234", "wasmassign-solo.___1__41234-state"},
+			true, true, "solo._5b_3a_3a1_5d_3a41234", "wasmassign-solo._5b_3a_3a1_5d_3a41234-state"},
 		{"alone, its topic set", "[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nid = \"gw-1\"\nstate_topic = \"gw-state\"", "",
 			true, true, "solo.gw-1", "gw-state"},
 		{"named", "[server]\nlisten = \"0.0.0.0:19092\"\n[upstream]\nbrokers = [\"k:9092\"]\n[cluster]\nname = \"prod\"", "",

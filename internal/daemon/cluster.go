@@ -289,7 +289,11 @@ func (d *Daemon) startCluster(ctx context.Context, clientOpts []kgo.Opt) (*clust
 	// Clients reach this gateway at the port it bound, which a listen
 	// port of 0 leaves to the system.
 	port := d.prebound.port(d.cfg.Server.Listen)
-	cc := d.cfg.Cluster.Resolve(net.JoinHostPort(d.cfg.Server.AdvertisedHost, port))
+	cc := d.cfg.Cluster.Resolve(config.DefaultID(d.cfg.Server.AdvertisedHost, port))
+	if d.cfg.Cluster.ID == "" && d.cfg.Alone() {
+		d.log.Warn("this gateway listens on a port the system picks and has no [cluster] id: each start is a new gateway with a state topic of its own, and the groups' state is not found again; set [cluster] id to keep it",
+			"id", cc.ID, "state_topic", cc.StateTopic)
+	}
 	shards, err := cluster.EnsureStateTopic(ctx, d.client, cc.StateTopic, cc.Partitions)
 	if err != nil {
 		return nil, fmt.Errorf("gateway cluster %s: %w", cc.Name, err)

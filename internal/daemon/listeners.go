@@ -50,7 +50,6 @@ func prebind(ctx context.Context, s config.Server, cl *kgo.Client, log *slog.Log
 	return p
 }
 
-// take hands the proxy the listener bound for addr, or binds one.
 // port is the port of the listener bound for addr: the one the system
 // chose when addr's is 0. It is addr's own when nothing was bound.
 func (p *preboundListeners) port(addr string) string {
@@ -68,6 +67,7 @@ func (p *preboundListeners) port(addr string) string {
 	return port
 }
 
+// take hands the proxy the listener bound for addr, or binds one.
 func (p *preboundListeners) take(addr string) (net.Listener, error) {
 	if p != nil {
 		p.mu.Lock()
