@@ -173,6 +173,11 @@ func startDaemonFile(t testing.TB, cfgFile string) *daemon {
 	t.Helper()
 	d := startDaemonUnready(t, cfgFile)
 	for until := time.Now().Add(20 * time.Second); time.Now().Before(until); time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-d.exited:
+			return d // the test sees the exit for itself
+		default:
+		}
 		resp, err := http.Get("http://" + d.admin + "/readyz")
 		if err == nil {
 			resp.Body.Close()
