@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/wasmassign/wasmassign/coordinator"
 )
 
@@ -157,19 +156,7 @@ func TestManager_GatewaysShareTheShardsAndHandThemOverCleanly(t *testing.T) {
 	if o, owner := a.Owner(groups[0]); o != Serving || owner.ID != "gw-a" || owner.Address != "gw-a:9092" {
 		t.Fatalf("the first gateway's ownership of a group: %v, %+v", o, owner)
 	}
-	commitOf := func(group string) *kmsg.OffsetCommitRequest {
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.SetVersion(8)
-		req.Group, req.Generation = group, -1
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset = 0, 42
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		return req
-	}
-	if resp, err := a.Commit(ctx, commitOf(groups[0])); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+	if resp, err := a.Commit(ctx, offsetCommit(topic, groups[0], 0, 42)); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("a commit at the gateway serving the group: %+v, %v", resp, err)
 	}
 
@@ -226,7 +213,7 @@ func TestManager_GatewaysShareTheShardsAndHandThemOverCleanly(t *testing.T) {
 	if err := <-saved; !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("a save at the gateway that left: %v, want ErrNotOwner", err)
 	}
-	if _, err := a.Commit(ctx, commitOf(groups[0])); !errors.Is(err, ErrNotOwner) {
+	if _, err := a.Commit(ctx, offsetCommit(topic, groups[0], 0, 42)); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("a commit at the gateway that left: %v, want ErrNotOwner", err)
 	}
 	waitFor("the second gateway to serve every shard", func() bool {

@@ -75,16 +75,7 @@ func TestShardWriter_OffsetsCommitInTheShardsTransactionsAndAFencedOwnersNever(t
 	committed := func() int64 { t.Helper(); return committedOffset(ctx, t, cl, "g2", 1) }
 	commit := func(w *ShardWriter, offset int64, recs []Record) error {
 		t.Helper()
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.SetVersion(8)
-		req.Group, req.Generation = "g2", -1
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = testTopic
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset, rp.LeaderEpoch = 1, offset, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resps, err := w.WriteWithOffsets(ctx, recs, []*kmsg.OffsetCommitRequest{req})
+		resps, err := w.WriteWithOffsets(ctx, recs, []*kmsg.OffsetCommitRequest{offsetCommit(testTopic, "g2", 1, offset)})
 		if err != nil {
 			return err
 		}
@@ -151,16 +142,9 @@ func TestShardWriter_AGroupsCommitsInOneBatchLandInTheirOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	commitOf := func(group string, offset int64) *kmsg.OffsetCommitRequest {
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.SetVersion(8)
-		req.Group, req.Generation = group, -1
-		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: testTopic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
-		return req
-	}
 	var batch []*kmsg.OffsetCommitRequest
 	for o := int64(1); o <= 20; o++ {
-		batch = append(batch, commitOf("g2", o), commitOf("g4", 100+o))
+		batch = append(batch, offsetCommit(testTopic, "g2", 0, o), offsetCommit(testTopic, "g4", 0, 100+o))
 	}
 	resps, err := w.WriteWithOffsets(ctx, nil, batch)
 	if err != nil || len(resps) != len(batch) {
@@ -171,6 +155,16 @@ func TestShardWriter_AGroupsCommitsInOneBatchLandInTheirOrder(t *testing.T) {
 			t.Errorf("%s's offset after the batch: %d, want its last commit's %d", group, got, want)
 		}
 	}
+}
+
+// offsetCommit is a v8 commit of offset for partition of topic, as a
+// group without members (generation -1) commits it.
+func offsetCommit(topic, group string, partition int32, offset int64) *kmsg.OffsetCommitRequest {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.SetVersion(8)
+	req.Group, req.Generation = group, -1
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: partition, Offset: offset, LeaderEpoch: -1}}}}
+	return req
 }
 
 // committedOffset is group's stable committed offset of partition of the
@@ -212,13 +206,6 @@ func TestShardWriter_AFailedCommitOnlyTransactionIsNotLeftOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	commitOf := func(partition int32, offset int64) *kmsg.OffsetCommitRequest {
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.SetVersion(8)
-		req.Group, req.Generation = "g2", -1
-		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: testTopic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: partition, Offset: offset, LeaderEpoch: -1}}}}
-		return req
-	}
 	wctx, expire := context.WithCancel(ctx)
 	c.ControlKey(int16(kmsg.EndTxn), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		if !kreq.(*kmsg.EndTxnRequest).Commit {
@@ -227,10 +214,10 @@ func TestShardWriter_AFailedCommitOnlyTransactionIsNotLeftOpen(t *testing.T) {
 		expire() // the lease runs out as the commit is on its way
 		return nil, errors.New("dropped"), true
 	})
-	if _, err := w.WriteWithOffsets(wctx, nil, []*kmsg.OffsetCommitRequest{commitOf(0, 1)}); err == nil {
+	if _, err := w.WriteWithOffsets(wctx, nil, []*kmsg.OffsetCommitRequest{offsetCommit(testTopic, "g2", 0, 1)}); err == nil {
 		t.Fatal("a batch whose EndTxn failed past its deadline succeeded")
 	}
-	if _, err := w.WriteWithOffsets(ctx, nil, []*kmsg.OffsetCommitRequest{commitOf(1, 5)}); err != nil {
+	if _, err := w.WriteWithOffsets(ctx, nil, []*kmsg.OffsetCommitRequest{offsetCommit(testTopic, "g2", 1, 5)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := committedOffset(ctx, t, cl, "g2", 1); got != 5 {
