@@ -49,7 +49,7 @@ func OpenShard(ctx context.Context, opts []kgo.Opt, name, topic string, shard in
 		kgo.TransactionalID(TransactionalID(name, shard)),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.DefaultProduceTopic(topic),
-		kgo.MaxVersions(writerVersions()),
+		kgo.MaxVersions(WriterVersions()),
 		// A member's answer waits on each write: nothing is gained by
 		// lingering for more records (the batch is all there is), and a
 		// transaction begun right after the last one ended is refused
@@ -131,12 +131,12 @@ func (w *ShardWriter) WriteWithOffsets(ctx context.Context, recs []Record, commi
 	return resps, nil
 }
 
-// writerVersions caps the writer's requests below KIP-890's second part,
+// WriterVersions are the versions a shard writer speaks: below KIP-890's second part,
 // under which every EndTxn moves the producer epoch: the offsets are
 // committed with the writer's producer id and epoch outside kgo's own
 // transaction calls, which must not move under them. Brokers of 4.x still
 // serve these versions.
-func writerVersions() *kversion.Versions {
+func WriterVersions() *kversion.Versions {
 	v := kversion.Stable()
 	v.SetMaxKeyVersion(int16(kmsg.Produce), 11)
 	v.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)

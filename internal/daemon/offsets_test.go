@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/wasmassign/wasmassign/coordinator"
+	"github.com/wasmassign/wasmassign/internal/cluster"
 	"github.com/wasmassign/wasmassign/internal/driver"
 	"github.com/wasmassign/wasmassign/internal/upstream"
 )
@@ -394,13 +394,8 @@ func TestOffsetKeeper_AnOffsetPendingInATransactionIsNotCommittedAgainOverIt(t *
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	// Below TxnOffsetCommit v6 (topics by id) and KIP-890's second part
-	// (an epoch that moves at every EndTxn).
-	versions := kversion.Stable()
-	versions.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 4)
-	versions.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
-	versions.SetMaxKeyVersion(int16(kmsg.Produce), 11)
-	txn, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("keeper-test"), kgo.MaxVersions(versions))
+	// The raw transaction calls below, as a cluster's writer makes them.
+	txn, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("keeper-test"), kgo.MaxVersions(cluster.WriterVersions()))
 	if err != nil {
 		t.Fatal(err)
 	}
